@@ -1,0 +1,1 @@
+// conv.wgsl — (being written)

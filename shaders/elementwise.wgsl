@@ -1,0 +1,162 @@
+// elementwise.wgsl — one thread per element: binary ops with bias broadcast, activations,
+// the fused SwiGLU gate, and their backwards. Lengths come from arrayLength, so each tensor
+// must be bound at its exact size (the host guarantees it).
+
+// ---- binary ops: out = a (op) b, where b broadcasts along a's last axis when shorter ----
+@group(0) @binding(0) var<storage, read> bin_a: array<f32>;        // (N)
+@group(0) @binding(1) var<storage, read> bin_b: array<f32>;        // (N) or (C) with N % C == 0
+@group(0) @binding(2) var<storage, read_write> bin_out: array<f32>; // (N)
+
+fn b_at(i: u32) -> f32 {
+    return bin_b[i % arrayLength(&bin_b)];
+}
+
+@compute @workgroup_size(64)
+fn add(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_index(gid, nwg);
+    if (i >= arrayLength(&bin_out)) { return; }
+    bin_out[i] = bin_a[i] + b_at(i);
+}
+
+@compute @workgroup_size(64)
+fn sub(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_index(gid, nwg);
+    if (i >= arrayLength(&bin_out)) { return; }
+    bin_out[i] = bin_a[i] - b_at(i);
+}
+
+@compute @workgroup_size(64)
+fn mul(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_index(gid, nwg);
+    if (i >= arrayLength(&bin_out)) { return; }
+    bin_out[i] = bin_a[i] * b_at(i);
+}
+
+// ---- binary backwards (same shapes): write, do not accumulate ----
+@group(0) @binding(0) var<storage, read> bk_grad_out: array<f32>;      // (N) upstream gradient
+@group(0) @binding(1) var<storage, read_write> bk_grad_a: array<f32>; // (N)
+@group(0) @binding(2) var<storage, read_write> bk_grad_b: array<f32>; // (N)
+
+@compute @workgroup_size(64)
+fn add_backward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_index(gid, nwg);
+    if (i >= arrayLength(&bk_grad_out)) { return; }
+    let g = bk_grad_out[i];
+    bk_grad_a[i] = g;
+    bk_grad_b[i] = g;
+}
+
+@compute @workgroup_size(64)
+fn sub_backward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_index(gid, nwg);
+    if (i >= arrayLength(&bk_grad_out)) { return; }
+    let g = bk_grad_out[i];
+    bk_grad_a[i] = g;
+    bk_grad_b[i] = -g;
+}
+
+@group(0) @binding(0) var<storage, read> mul_grad_out: array<f32>;      // (N)
+@group(0) @binding(1) var<storage, read> mul_a: array<f32>;             // (N)
+@group(0) @binding(2) var<storage, read> mul_b: array<f32>;             // (N)
+@group(0) @binding(3) var<storage, read_write> mul_grad_a: array<f32>; // (N)
+@group(0) @binding(4) var<storage, read_write> mul_grad_b: array<f32>; // (N)
+
+@compute @workgroup_size(64)
+fn mul_backward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_index(gid, nwg);
+    if (i >= arrayLength(&mul_grad_out)) { return; }
+    let g = mul_grad_out[i];
+    mul_grad_a[i] = g * mul_b[i];
+    mul_grad_b[i] = g * mul_a[i];
+}
+
+// ---- activations: out = f(x) ----
+@group(0) @binding(0) var<storage, read> act_in: array<f32>;         // (N)
+@group(0) @binding(1) var<storage, read_write> act_out: array<f32>; // (N)
+
+@compute @workgroup_size(64)
+fn silu(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_index(gid, nwg);
+    if (i >= arrayLength(&act_out)) { return; }
+    let x = act_in[i];
+    act_out[i] = x * sigmoid(x);
+}
+
+@compute @workgroup_size(64)
+fn relu(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_index(gid, nwg);
+    if (i >= arrayLength(&act_out)) { return; }
+    act_out[i] = max(0.0, act_in[i]);
+}
+
+// tanh through exp of a non-positive argument: never overflows, exact sign.
+fn stable_tanh(x: f32) -> f32 {
+    let e = exp(-2.0 * abs(x));
+    return sign(x) * (1.0 - e) / (1.0 + e);
+}
+
+@compute @workgroup_size(64)
+fn tanh_forward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_index(gid, nwg);
+    if (i >= arrayLength(&act_out)) { return; }
+    act_out[i] = stable_tanh(act_in[i]);
+}
+
+// ---- activation backwards: grad_in = grad_out * f'(x) ----
+@group(0) @binding(0) var<storage, read> actb_grad_out: array<f32>;     // (N)
+@group(0) @binding(1) var<storage, read> actb_in: array<f32>;           // (N) forward input x
+@group(0) @binding(2) var<storage, read_write> actb_grad_in: array<f32>; // (N)
+
+@compute @workgroup_size(64)
+fn silu_backward_real(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_index(gid, nwg);
+    if (i >= arrayLength(&actb_grad_out)) { return; }
+    let x = actb_in[i];
+    let s = sigmoid(x);
+    actb_grad_in[i] = actb_grad_out[i] * s * (1.0 + x * (1.0 - s));
+}
+
+@compute @workgroup_size(64)
+fn relu_backward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_index(gid, nwg);
+    if (i >= arrayLength(&actb_grad_out)) { return; }
+    actb_grad_in[i] = select(0.0, actb_grad_out[i], actb_in[i] > 0.0);
+}
+
+@compute @workgroup_size(64)
+fn tanh_backward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_index(gid, nwg);
+    if (i >= arrayLength(&actb_grad_out)) { return; }
+    let t = stable_tanh(actb_in[i]);
+    actb_grad_in[i] = actb_grad_out[i] * (1.0 - t * t);
+}
+
+// ---- fused SwiGLU gate: out = silu(up) * gate ----
+@group(0) @binding(0) var<storage, read> glu_up: array<f32>;         // (N)
+@group(0) @binding(1) var<storage, read> glu_gate: array<f32>;       // (N)
+@group(0) @binding(2) var<storage, read_write> glu_out: array<f32>; // (N)
+
+@compute @workgroup_size(64)
+fn silu_gate_fused(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_index(gid, nwg);
+    if (i >= arrayLength(&glu_out)) { return; }
+    let up = glu_up[i];
+    glu_out[i] = up * sigmoid(up) * glu_gate[i];
+}
+
+@group(0) @binding(0) var<storage, read> glub_up: array<f32>;             // (N)
+@group(0) @binding(1) var<storage, read> glub_gate: array<f32>;           // (N)
+@group(0) @binding(2) var<storage, read> glub_grad_out: array<f32>;       // (N)
+@group(0) @binding(3) var<storage, read_write> glub_grad_up: array<f32>;  // (N)
+@group(0) @binding(4) var<storage, read_write> glub_grad_gate: array<f32>; // (N)
+
+@compute @workgroup_size(64)
+fn silu_gate_backward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_index(gid, nwg);
+    if (i >= arrayLength(&glub_grad_out)) { return; }
+    let up = glub_up[i];
+    let g = glub_grad_out[i];
+    let s = sigmoid(up);
+    glub_grad_gate[i] = g * up * s;
+    glub_grad_up[i] = g * glub_gate[i] * s * (1.0 + up * (1.0 - s));
+}

@@ -1,0 +1,1 @@
+// loss.wgsl — (being written)

@@ -1,0 +1,1 @@
+// matmul.wgsl — (being written)

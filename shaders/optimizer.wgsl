@@ -1,0 +1,1 @@
+// optimizer.wgsl — (being written)

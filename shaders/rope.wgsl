@@ -1,0 +1,1 @@
+// rope.wgsl — (being written)

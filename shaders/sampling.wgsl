@@ -1,0 +1,1 @@
+// sampling.wgsl — (being written)

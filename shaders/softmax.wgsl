@@ -1,0 +1,1 @@
+// softmax.wgsl — (being written)

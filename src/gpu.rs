@@ -1,0 +1,388 @@
+//! `Gpu`: the one place that touches wgpu's setup. It owns the device and queue, reports the
+//! adapter and its limits, compiles every shader family once, caches one pipeline per entry
+//! point (with an explicit bind-group layout), creates exact-size buffers, and reads results
+//! back asynchronously. Native and browser share this code; only polling differs.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::error::{KilnError, Result};
+use crate::kernels::{Access, Family, Kernel};
+use crate::tensor::Tensor;
+
+/// What the page and the CLI show about the GPU in use.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct AdapterSummary {
+    pub name: String,
+    pub backend: String,
+    pub driver: String,
+    pub max_storage_binding_bytes: u64,
+    pub max_buffer_bytes: u64,
+    pub max_workgroups_per_dim: u32,
+    pub max_workgroup_storage_bytes: u32,
+}
+
+/// A compiled entry point and the layout its bind groups must follow.
+struct Pipeline {
+    pipeline: wgpu::ComputePipeline,
+    layout: wgpu::BindGroupLayout,
+}
+
+/// One argument of a dispatch, in binding order.
+pub enum Arg<'a> {
+    T(&'a Tensor),
+    U(&'a wgpu::Buffer),
+}
+
+/// A ready-to-encode dispatch: pipeline, bind group and workgroup count, built once.
+#[derive(Clone)]
+pub struct Op {
+    pub entry: &'static str,
+    pipeline: wgpu::ComputePipeline,
+    bind_group: wgpu::BindGroup,
+    pub workgroups: [u32; 3],
+}
+
+impl Op {
+    pub fn encode(&self, pass: &mut wgpu::ComputePass<'_>) {
+        pass.set_pipeline(&self.pipeline);
+        pass.set_bind_group(0, &self.bind_group, &[]);
+        let [x, y, z] = self.workgroups;
+        pass.dispatch_workgroups(x, y, z);
+    }
+}
+
+pub struct Gpu {
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+    info: wgpu::AdapterInfo,
+    limits: wgpu::Limits,
+    modules: HashMap<Family, wgpu::ShaderModule>,
+    pipelines: Mutex<HashMap<&'static str, Arc<Pipeline>>>,
+    /// Largest workgroup count per grid dimension; tests lower it to exercise the 2-D grid.
+    grid_limit: AtomicU32,
+    /// Errors wgpu reported outside an error scope (it would otherwise panic natively).
+    uncaptured: Arc<Mutex<Vec<String>>>,
+}
+
+impl Gpu {
+    /// Acquires the best adapter (high performance), a device with the adapter's own limits,
+    /// and validates every shader family. Same code natively and in the browser.
+    pub async fn new() -> Result<Gpu> {
+        let instance = wgpu::Instance::new(instance_descriptor());
+        let adapter = instance
+            .request_adapter(&wgpu::RequestAdapterOptions {
+                power_preference: wgpu::PowerPreference::HighPerformance,
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| KilnError::NoAdapter(format!("{e}. {}", no_adapter_hint())))?;
+        let limits = adapter.limits();
+        let (device, queue) = adapter
+            .request_device(&wgpu::DeviceDescriptor {
+                label: Some("kiln"),
+                required_limits: limits.clone(),
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| KilnError::RequestDevice(e.to_string()))?;
+        let uncaptured = Arc::new(Mutex::new(Vec::new()));
+        let sink = uncaptured.clone();
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            sink.lock().map(|mut v| v.push(e.to_string())).ok();
+        }));
+        let modules = compile_families(&device).await?;
+        Ok(Gpu {
+            device,
+            queue,
+            info: adapter.get_info(),
+            limits,
+            modules,
+            pipelines: Mutex::new(HashMap::new()),
+            grid_limit: AtomicU32::new(65_535),
+            uncaptured,
+        })
+    }
+
+    pub fn summary(&self) -> AdapterSummary {
+        AdapterSummary {
+            name: self.info.name.clone(),
+            backend: format!("{:?}", self.info.backend),
+            driver: format!("{} {}", self.info.driver, self.info.driver_info).trim().to_string(),
+            max_storage_binding_bytes: self.limits.max_storage_buffer_binding_size as u64,
+            max_buffer_bytes: self.limits.max_buffer_size,
+            max_workgroups_per_dim: self.limits.max_compute_workgroups_per_dimension,
+            max_workgroup_storage_bytes: self.limits.max_compute_workgroup_storage_size,
+        }
+    }
+
+    pub fn limits(&self) -> &wgpu::Limits {
+        &self.limits
+    }
+
+    /// Lowers the per-dimension workgroup limit used by `grid` (tests use it to reach the 2-D
+    /// grid with small sizes). Clamped to the device's real limit.
+    pub fn set_grid_limit(&self, limit: u32) {
+        let max = self.limits.max_compute_workgroups_per_dimension;
+        self.grid_limit.store(limit.clamp(1, max), Ordering::Relaxed);
+    }
+
+    /// Workgroup grid for `groups` workgroups of a 1-D or row kernel: x up to the limit, the
+    /// rest in y. Kernels rebuild the linear index as `wg.x + wg.y * num_workgroups.x`.
+    pub fn grid(&self, groups: u32) -> [u32; 3] {
+        let limit = self.grid_limit.load(Ordering::Relaxed);
+        let x = groups.clamp(1, limit);
+        [x, groups.div_ceil(x).max(1), 1]
+    }
+
+    /// Exact-size zeroed storage tensor of `len` 32-bit words (f32 or u32).
+    pub fn tensor(&self, name: &str, shape: &[usize]) -> Result<Tensor> {
+        let len: usize = shape.iter().product();
+        let bytes = (len as u64) * 4;
+        if len == 0 {
+            return Err(KilnError::invalid(name, format!("shape {shape:?} has no elements")));
+        }
+        let limit = (self.limits.max_storage_buffer_binding_size as u64).min(self.limits.max_buffer_size);
+        if bytes > limit {
+            return Err(KilnError::BufferTooLarge { name: name.into(), bytes, limit });
+        }
+        let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(name),
+            size: bytes,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        Ok(Tensor::new(buffer, name, shape.to_vec()))
+    }
+
+    /// A storage tensor holding `data` (f32 or u32 words).
+    pub fn tensor_from<T: bytemuck::Pod>(&self, name: &str, shape: &[usize], data: &[T]) -> Result<Tensor> {
+        let t = self.tensor(name, shape)?;
+        self.write(&t, data)?;
+        Ok(t)
+    }
+
+    pub fn write<T: bytemuck::Pod>(&self, t: &Tensor, data: &[T]) -> Result<()> {
+        let bytes: &[u8] = bytemuck::cast_slice(data);
+        if bytes.len() as u64 != t.bytes() {
+            return Err(KilnError::invalid(
+                t.name(),
+                format!("expected {} elements, got {}", t.len(), bytes.len() / 4),
+            ));
+        }
+        self.queue.write_buffer(t.buffer(), t.offset(), bytes);
+        Ok(())
+    }
+
+    /// A uniform buffer holding `params`, written once (or rewritten with `write_uniform`).
+    pub fn uniform<T: bytemuck::Pod>(&self, name: &str, params: &T) -> wgpu::Buffer {
+        let bytes = bytemuck::bytes_of(params);
+        let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(name),
+            size: (bytes.len() as u64).next_multiple_of(16),
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        self.queue.write_buffer(&buffer, 0, bytes);
+        buffer
+    }
+
+    pub fn write_uniform<T: bytemuck::Pod>(&self, buffer: &wgpu::Buffer, params: &T) {
+        self.queue.write_buffer(buffer, 0, bytemuck::bytes_of(params));
+    }
+
+    /// Builds a dispatch of `kernel` over `args` (in binding order).
+    pub fn op(&self, kernel: &'static Kernel, args: &[Arg<'_>], workgroups: [u32; 3]) -> Result<Op> {
+        if args.len() != kernel.bindings.len() {
+            return Err(KilnError::Gpu(format!(
+                "{} takes {} bindings, got {}",
+                kernel.entry,
+                kernel.bindings.len(),
+                args.len()
+            )));
+        }
+        let pipeline = self.pipeline(kernel);
+        let entries: Vec<wgpu::BindGroupEntry<'_>> = args
+            .iter()
+            .enumerate()
+            .map(|(i, arg)| wgpu::BindGroupEntry {
+                binding: i as u32,
+                resource: match arg {
+                    Arg::T(t) => t.binding(),
+                    Arg::U(b) => b.as_entire_binding(),
+                },
+            })
+            .collect();
+        let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some(kernel.entry),
+            layout: &pipeline.layout,
+            entries: &entries,
+        });
+        Ok(Op { entry: kernel.entry, pipeline: pipeline.pipeline.clone(), bind_group, workgroups })
+    }
+
+    fn pipeline(&self, kernel: &'static Kernel) -> Arc<Pipeline> {
+        let mut cache = self.pipelines.lock().unwrap_or_else(|p| p.into_inner());
+        cache
+            .entry(kernel.entry)
+            .or_insert_with(|| Arc::new(self.compile(kernel)))
+            .clone()
+    }
+
+    fn compile(&self, kernel: &'static Kernel) -> Pipeline {
+        let entries: Vec<wgpu::BindGroupLayoutEntry> = kernel
+            .bindings
+            .iter()
+            .enumerate()
+            .map(|(i, access)| wgpu::BindGroupLayoutEntry {
+                binding: i as u32,
+                visibility: wgpu::ShaderStages::COMPUTE,
+                ty: match access {
+                    Access::Read => storage(true),
+                    Access::ReadWrite => storage(false),
+                    Access::Uniform => wgpu::BindingType::Buffer {
+                        ty: wgpu::BufferBindingType::Uniform,
+                        has_dynamic_offset: false,
+                        min_binding_size: None,
+                    },
+                },
+                count: None,
+            })
+            .collect();
+        let layout = self.device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some(kernel.entry),
+            entries: &entries,
+        });
+        let pipeline_layout = self.device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some(kernel.entry),
+            bind_group_layouts: &[Some(&layout)],
+            immediate_size: 0,
+        });
+        let pipeline = self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(kernel.entry),
+            layout: Some(&pipeline_layout),
+            module: &self.modules[&kernel.family],
+            entry_point: Some(kernel.entry),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        Pipeline { pipeline, layout }
+    }
+
+    /// Encodes `ops` in order into one compute pass and submits them.
+    pub fn run(&self, ops: &[&Op]) -> Result<()> {
+        let mut encoder = self.device.create_command_encoder(&Default::default());
+        {
+            let mut pass = encoder.begin_compute_pass(&Default::default());
+            for op in ops {
+                op.encode(&mut pass);
+            }
+        }
+        self.queue.submit([encoder.finish()]);
+        self.check_errors()
+    }
+
+    /// Fails with the first error wgpu reported outside an error scope since the last check.
+    pub fn check_errors(&self) -> Result<()> {
+        let first = {
+            let mut errors = self.uncaptured.lock().unwrap_or_else(|p| p.into_inner());
+            let first = errors.first().cloned();
+            errors.clear();
+            first
+        };
+        match first {
+            None => Ok(()),
+            Some(e) if e.to_lowercase().contains("out of memory") => Err(KilnError::OutOfMemory(e)),
+            Some(e) => Err(KilnError::Gpu(e)),
+        }
+    }
+
+    pub async fn read_f32(&self, t: &Tensor) -> Result<Vec<f32>> {
+        Ok(bytemuck::cast_slice(&self.read_bytes(t).await?).to_vec())
+    }
+
+    pub async fn read_u32(&self, t: &Tensor) -> Result<Vec<u32>> {
+        Ok(bytemuck::cast_slice(&self.read_bytes(t).await?).to_vec())
+    }
+
+    /// Copies `t` to a staging buffer and maps it without blocking the browser's thread.
+    async fn read_bytes(&self, t: &Tensor) -> Result<Vec<u8>> {
+        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("readback"),
+            size: t.bytes(),
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut encoder = self.device.create_command_encoder(&Default::default());
+        encoder.copy_buffer_to_buffer(t.buffer(), t.offset(), &staging, 0, t.bytes());
+        self.queue.submit([encoder.finish()]);
+        let (tx, rx) = futures_channel::oneshot::channel();
+        staging.map_async(wgpu::MapMode::Read, .., move |r| {
+            tx.send(r).ok();
+        });
+        self.wait_native();
+        let mapped = rx.await.map_err(|_| KilnError::Readback("the device dropped the request".into()))?;
+        mapped.map_err(|e| KilnError::Readback(e.to_string()))?;
+        self.check_errors()?;
+        let bytes = staging
+            .get_mapped_range(..)
+            .map_err(|e| KilnError::Readback(e.to_string()))?
+            .to_vec();
+        staging.unmap();
+        Ok(bytes)
+    }
+
+    /// Natively, callbacks fire only when the device is polled; the browser drives them itself.
+    fn wait_native(&self) {
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            self.device.poll(wgpu::PollType::wait_indefinitely()).ok();
+        }
+    }
+}
+
+fn storage(read_only: bool) -> wgpu::BindingType {
+    wgpu::BindingType::Buffer {
+        ty: wgpu::BufferBindingType::Storage { read_only },
+        has_dynamic_offset: false,
+        min_binding_size: None,
+    }
+}
+
+/// Compiles every shader family inside an error scope so a bad shader is a typed error.
+async fn compile_families(device: &wgpu::Device) -> Result<HashMap<Family, wgpu::ShaderModule>> {
+    let mut modules = HashMap::new();
+    for &family in Family::ALL {
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some(family.name()),
+            source: wgpu::ShaderSource::Wgsl(family.source().into()),
+        });
+        if let Some(e) = scope.pop().await {
+            return Err(KilnError::ShaderValidation { family: family.name(), message: e.to_string() });
+        }
+        modules.insert(family, module);
+    }
+    Ok(modules)
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn instance_descriptor() -> wgpu::InstanceDescriptor {
+    wgpu::InstanceDescriptor::new_without_display_handle_from_env()
+}
+
+#[cfg(target_arch = "wasm32")]
+fn instance_descriptor() -> wgpu::InstanceDescriptor {
+    let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+    desc.backends = wgpu::Backends::BROWSER_WEBGPU;
+    desc
+}
+
+fn no_adapter_hint() -> &'static str {
+    if cfg!(target_arch = "wasm32") {
+        "Kiln needs a browser with WebGPU (Chrome/Edge 113+, Safari 26+, Firefox 141+) on a secure page (https or localhost)"
+    } else {
+        "Install a Vulkan, Metal or DX12 driver; on Linux without a GPU, `apt-get install mesa-vulkan-drivers` provides llvmpipe"
+    }
+}

@@ -1,0 +1,3 @@
+//! attention kernels (being written).
+use super::Kernel;
+pub const KERNELS: &[&Kernel] = &[];

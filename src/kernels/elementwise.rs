@@ -1,0 +1,192 @@
+//! Elementwise kernels (`shaders/elementwise.wgsl`): add/sub/mul with bias broadcast,
+//! ReLU/SiLU/tanh, the fused SwiGLU gate, and their backwards, with f64 references.
+
+use super::{expect_len, groups_1d, Kernel, Family::Elementwise as F, R, RW};
+use crate::error::{KilnError, Result};
+use crate::gpu::{Arg::T, Gpu, Op};
+use crate::tensor::Tensor;
+
+pub const ADD: Kernel = Kernel { entry: "add", family: F, bindings: &[R, R, RW] };
+pub const SUB: Kernel = Kernel { entry: "sub", family: F, bindings: &[R, R, RW] };
+pub const MUL: Kernel = Kernel { entry: "mul", family: F, bindings: &[R, R, RW] };
+pub const ADD_BACKWARD: Kernel = Kernel { entry: "add_backward", family: F, bindings: &[R, RW, RW] };
+pub const SUB_BACKWARD: Kernel = Kernel { entry: "sub_backward", family: F, bindings: &[R, RW, RW] };
+pub const MUL_BACKWARD: Kernel = Kernel { entry: "mul_backward", family: F, bindings: &[R, R, R, RW, RW] };
+pub const SILU: Kernel = Kernel { entry: "silu", family: F, bindings: &[R, RW] };
+pub const RELU: Kernel = Kernel { entry: "relu", family: F, bindings: &[R, RW] };
+pub const TANH: Kernel = Kernel { entry: "tanh_forward", family: F, bindings: &[R, RW] };
+pub const SILU_BACKWARD: Kernel = Kernel { entry: "silu_backward_real", family: F, bindings: &[R, R, RW] };
+pub const RELU_BACKWARD: Kernel = Kernel { entry: "relu_backward", family: F, bindings: &[R, R, RW] };
+pub const TANH_BACKWARD: Kernel = Kernel { entry: "tanh_backward", family: F, bindings: &[R, R, RW] };
+pub const SILU_GATE: Kernel = Kernel { entry: "silu_gate_fused", family: F, bindings: &[R, R, RW] };
+pub const SILU_GATE_BACKWARD: Kernel =
+    Kernel { entry: "silu_gate_backward", family: F, bindings: &[R, R, R, RW, RW] };
+
+pub const KERNELS: &[&Kernel] = &[
+    &ADD, &SUB, &MUL, &ADD_BACKWARD, &SUB_BACKWARD, &MUL_BACKWARD, &SILU, &RELU, &TANH,
+    &SILU_BACKWARD, &RELU_BACKWARD, &TANH_BACKWARD, &SILU_GATE, &SILU_GATE_BACKWARD,
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Binary {
+    Add,
+    Sub,
+    Mul,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Activation {
+    Relu,
+    Silu,
+    Tanh,
+}
+
+/// out = a (op) b; b is either a's shape or a vector that broadcasts along a's rows.
+pub fn binary(gpu: &Gpu, op: Binary, a: &Tensor, b: &Tensor, out: &Tensor) -> Result<Op> {
+    expect_len(out, a.len(), "binary output")?;
+    if b.len() == 0 || a.len() % b.len() != 0 {
+        return Err(KilnError::invalid(
+            b.name(),
+            format!("cannot broadcast {} elements over {}", b.len(), a.len()),
+        ));
+    }
+    let kernel = match op {
+        Binary::Add => &ADD,
+        Binary::Sub => &SUB,
+        Binary::Mul => &MUL,
+    };
+    gpu.op(kernel, &[T(a), T(b), T(out)], gpu.grid(groups_1d(a.len())))
+}
+
+/// grad_a, grad_b of `a (op) b` for same-shape inputs (mul needs the forward inputs).
+pub fn binary_backward(
+    gpu: &Gpu,
+    op: Binary,
+    grad_out: &Tensor,
+    inputs: Option<(&Tensor, &Tensor)>,
+    grad_a: &Tensor,
+    grad_b: &Tensor,
+) -> Result<Op> {
+    let n = grad_out.len();
+    expect_len(grad_a, n, "grad_a")?;
+    expect_len(grad_b, n, "grad_b")?;
+    let grid = gpu.grid(groups_1d(n));
+    match (op, inputs) {
+        (Binary::Add, _) => gpu.op(&ADD_BACKWARD, &[T(grad_out), T(grad_a), T(grad_b)], grid),
+        (Binary::Sub, _) => gpu.op(&SUB_BACKWARD, &[T(grad_out), T(grad_a), T(grad_b)], grid),
+        (Binary::Mul, Some((a, b))) => {
+            expect_len(a, n, "a")?;
+            expect_len(b, n, "b")?;
+            gpu.op(&MUL_BACKWARD, &[T(grad_out), T(a), T(b), T(grad_a), T(grad_b)], grid)
+        }
+        (Binary::Mul, None) => Err(KilnError::invalid("inputs", "mul_backward needs a and b")),
+    }
+}
+
+pub fn activation(gpu: &Gpu, act: Activation, x: &Tensor, out: &Tensor) -> Result<Op> {
+    expect_len(out, x.len(), "activation output")?;
+    let kernel = match act {
+        Activation::Relu => &RELU,
+        Activation::Silu => &SILU,
+        Activation::Tanh => &TANH,
+    };
+    gpu.op(kernel, &[T(x), T(out)], gpu.grid(groups_1d(x.len())))
+}
+
+/// grad_in = grad_out * f'(x), where x is the forward input.
+pub fn activation_backward(gpu: &Gpu, act: Activation, grad_out: &Tensor, x: &Tensor, grad_in: &Tensor) -> Result<Op> {
+    expect_len(x, grad_out.len(), "activation input")?;
+    expect_len(grad_in, grad_out.len(), "activation grad_in")?;
+    let kernel = match act {
+        Activation::Relu => &RELU_BACKWARD,
+        Activation::Silu => &SILU_BACKWARD,
+        Activation::Tanh => &TANH_BACKWARD,
+    };
+    gpu.op(kernel, &[T(grad_out), T(x), T(grad_in)], gpu.grid(groups_1d(x.len())))
+}
+
+/// out = silu(up) * gate.
+pub fn silu_gate(gpu: &Gpu, up: &Tensor, gate: &Tensor, out: &Tensor) -> Result<Op> {
+    expect_len(gate, up.len(), "gate")?;
+    expect_len(out, up.len(), "silu_gate output")?;
+    gpu.op(&SILU_GATE, &[T(up), T(gate), T(out)], gpu.grid(groups_1d(up.len())))
+}
+
+pub fn silu_gate_backward(
+    gpu: &Gpu,
+    up: &Tensor,
+    gate: &Tensor,
+    grad_out: &Tensor,
+    grad_up: &Tensor,
+    grad_gate: &Tensor,
+) -> Result<Op> {
+    for (t, what) in [(gate, "gate"), (grad_out, "grad_out"), (grad_up, "grad_up"), (grad_gate, "grad_gate")] {
+        expect_len(t, up.len(), what)?;
+    }
+    let args = [T(up), T(gate), T(grad_out), T(grad_up), T(grad_gate)];
+    gpu.op(&SILU_GATE_BACKWARD, &args, gpu.grid(groups_1d(up.len())))
+}
+
+// ---------------------------------------------------------------- f64 references
+
+pub mod reference {
+    use super::{Activation, Binary};
+
+    pub fn binary(op: Binary, a: &[f64], b: &[f64]) -> Vec<f64> {
+        a.iter()
+            .enumerate()
+            .map(|(i, &x)| {
+                let y = b[i % b.len()];
+                match op {
+                    Binary::Add => x + y,
+                    Binary::Sub => x - y,
+                    Binary::Mul => x * y,
+                }
+            })
+            .collect()
+    }
+
+    pub fn sigmoid(x: f64) -> f64 {
+        1.0 / (1.0 + (-x).exp())
+    }
+
+    pub fn activation(act: Activation, x: &[f64]) -> Vec<f64> {
+        x.iter()
+            .map(|&v| match act {
+                Activation::Relu => v.max(0.0),
+                Activation::Silu => v * sigmoid(v),
+                Activation::Tanh => v.tanh(),
+            })
+            .collect()
+    }
+
+    pub fn activation_backward(act: Activation, grad_out: &[f64], x: &[f64]) -> Vec<f64> {
+        x.iter()
+            .zip(grad_out)
+            .map(|(&v, &g)| {
+                g * match act {
+                    Activation::Relu => f64::from(u8::from(v > 0.0)),
+                    Activation::Silu => sigmoid(v) * (1.0 + v * (1.0 - sigmoid(v))),
+                    Activation::Tanh => 1.0 - v.tanh().powi(2),
+                }
+            })
+            .collect()
+    }
+
+    pub fn silu_gate(up: &[f64], gate: &[f64]) -> Vec<f64> {
+        up.iter().zip(gate).map(|(&u, &g)| u * sigmoid(u) * g).collect()
+    }
+
+    /// (grad_up, grad_gate)
+    pub fn silu_gate_backward(up: &[f64], gate: &[f64], grad_out: &[f64]) -> (Vec<f64>, Vec<f64>) {
+        let grad_up = (0..up.len())
+            .map(|i| {
+                let s = sigmoid(up[i]);
+                grad_out[i] * gate[i] * s * (1.0 + up[i] * (1.0 - s))
+            })
+            .collect();
+        let grad_gate = (0..up.len()).map(|i| grad_out[i] * up[i] * sigmoid(up[i])).collect();
+        (grad_up, grad_gate)
+    }
+}

@@ -1,0 +1,135 @@
+//! The kernel registry. Each shader family `shaders/<family>.wgsl` has a module here holding
+//! one `Kernel` per entry point (its bindings, in order), typed wrappers that build dispatches,
+//! and f64 CPU references of the same math. Nothing else names a pipeline.
+//!
+//! Adding a kernel: write the entry point in its family's WGSL, add a `Kernel` const and a
+//! wrapper + reference in the family module, list it in that module's `KERNELS`, and add a
+//! GPU-vs-reference check in `tests/kernels/<family>.rs` (the coverage test enforces it).
+
+use crate::error::{KilnError, Result};
+use crate::tensor::Tensor;
+
+pub mod attention;
+pub mod conv;
+pub mod elementwise;
+pub mod embedding;
+pub mod loss;
+pub mod matmul;
+pub mod norm;
+pub mod optimizer;
+pub mod quant;
+pub mod reduce;
+pub mod rope;
+pub mod sampling;
+pub mod softmax;
+
+/// How a kernel sees one binding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    Read,
+    ReadWrite,
+    Uniform,
+}
+
+pub use Access::{Read as R, ReadWrite as RW, Uniform as U};
+
+/// One WGSL entry point and the bindings it declares, in binding order.
+#[derive(Debug)]
+pub struct Kernel {
+    pub entry: &'static str,
+    pub family: Family,
+    pub bindings: &'static [Access],
+}
+
+macro_rules! families {
+    ($($variant:ident => $file:literal),* $(,)?) => {
+        /// A shader file. Its source is `shaders/common.wgsl` followed by the family's file.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Family { $($variant),* }
+
+        impl Family {
+            pub const ALL: &'static [Family] = &[$(Family::$variant),*];
+
+            pub fn name(self) -> &'static str {
+                match self { $(Family::$variant => $file),* }
+            }
+
+            pub fn source(self) -> &'static str {
+                match self {
+                    $(Family::$variant => concat!(
+                        include_str!("../../shaders/common.wgsl"),
+                        include_str!(concat!("../../shaders/", $file, ".wgsl"))
+                    )),*
+                }
+            }
+        }
+    };
+}
+
+families! {
+    Elementwise => "elementwise",
+    Matmul => "matmul",
+    Norm => "norm",
+    Softmax => "softmax",
+    Loss => "loss",
+    Reduce => "reduce",
+    Optimizer => "optimizer",
+    Rope => "rope",
+    Attention => "attention",
+    Embedding => "embedding",
+    Quant => "quant",
+    Conv => "conv",
+    Sampling => "sampling",
+}
+
+/// Every kernel of every family.
+pub fn all_kernels() -> Vec<&'static Kernel> {
+    [
+        elementwise::KERNELS,
+        matmul::KERNELS,
+        norm::KERNELS,
+        softmax::KERNELS,
+        loss::KERNELS,
+        reduce::KERNELS,
+        optimizer::KERNELS,
+        rope::KERNELS,
+        attention::KERNELS,
+        embedding::KERNELS,
+        quant::KERNELS,
+        conv::KERNELS,
+        sampling::KERNELS,
+    ]
+    .concat()
+}
+
+/// The 33 entry points of the seed kernels, which the project keeps by name.
+pub const SEED_ENTRY_POINTS: &[&str] = &[
+    "rope", "rms_norm", "silu", "softmax", "add", "mul", "dequantize", "top_k", "add_backward",
+    "mul_backward", "silu_backward_real", "sgd_update", "adamw_update", "sub", "sub_backward",
+    "mse_loss", "mse_loss_backward", "relu", "relu_backward", "softmax_backward",
+    "affine_dequantize", "conv1d", "cross_entropy_loss", "cross_entropy_backward",
+    "gradient_norm_squared", "clip_grad_by_norm", "silu_gate_fused", "silu_gate_backward",
+    "rms_norm_residual", "gradient_accumulate", "gradient_scale", "fp32_to_fp16", "fp16_to_fp32",
+];
+
+/// Workgroups for one thread per element of an `n`-element 1-D kernel (64 threads each).
+pub fn groups_1d(n: usize) -> u32 {
+    (n as u32).div_ceil(64)
+}
+
+/// Fails unless `t` has exactly `len` elements, naming the tensor.
+pub fn expect_len(t: &Tensor, len: usize, what: &str) -> Result<()> {
+    if t.len() == len {
+        Ok(())
+    } else {
+        Err(KilnError::invalid(
+            t.name(),
+            format!("{what}: expected {len} elements, found {} (shape {:?})", t.len(), t.shape()),
+        ))
+    }
+}
+
+/// f32 bits of a float, for params structs that carry floats in u32 slots.
+pub fn f32_bits(x: f32) -> u32 {
+    x.to_bits()
+}

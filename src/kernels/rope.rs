@@ -1,0 +1,3 @@
+//! rope kernels (being written).
+use super::Kernel;
+pub const KERNELS: &[&Kernel] = &[];

@@ -1,0 +1,3 @@
+//! sampling kernels (being written).
+use super::Kernel;
+pub const KERNELS: &[&Kernel] = &[];

@@ -1,0 +1,12 @@
+//! Kiln: train tiny neural networks live on the GPU, natively and in the browser.
+//! See ARCHITECTURE.md for the data flow and how to add a kernel.
+
+pub mod error;
+pub mod gpu;
+pub mod kernels;
+pub mod rng;
+pub mod tensor;
+
+pub use error::{KilnError, Result};
+pub use gpu::{Arg, Gpu, Op};
+pub use tensor::Tensor;

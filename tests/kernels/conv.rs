@@ -1,0 +1,1 @@
+//! GPU-vs-reference checks for shaders/conv.wgsl (being written).

@@ -1,0 +1,132 @@
+//! GPU-vs-reference checks for shaders/elementwise.wgsl, and finite-difference checks of the
+//! reference backwards. f32 elementwise math on values in [-4, 4]: atol 1e-6, rtol 1e-5 covers
+//! exp/sigmoid rounding (a few ulp) on every WebGPU implementation we run.
+
+use kiln::kernels::elementwise::{self as ew, reference, Activation, Binary};
+use kiln::Gpu;
+
+use crate::common::*;
+
+const ATOL: f64 = 1e-6;
+const RTOL: f64 = 1e-5;
+
+async fn binaries(gpu: &Gpu, c: &mut Checks) {
+    let mut rng = Rng::new(1);
+    for &(n, grid) in SIZES_1D {
+        gpu.set_grid_limit(grid);
+        for (op, entry) in [(Binary::Add, "add"), (Binary::Sub, "sub"), (Binary::Mul, "mul")] {
+            // Same shape, then a bias vector broadcast along rows of width 7 where it divides.
+            let widths: Vec<usize> = if n % 7 == 0 { vec![n, 7] } else { vec![n, 1] };
+            for width in widths {
+                let (a, a64) = random_tensor(gpu, &mut rng, "a", &[n], -4.0, 4.0);
+                let (b, b64) = random_tensor(gpu, &mut rng, "b", &[width], -4.0, 4.0);
+                let out = gpu.tensor("out", &[n]).unwrap();
+                gpu.run(&[&ew::binary(gpu, op, &a, &b, &out).unwrap()]).unwrap();
+                let want = reference::binary(op, &a64, &b64);
+                c.close(entry, &format!("n={n} b={width}"), &read(gpu, &out).await, &want, ATOL, RTOL);
+            }
+        }
+        let (g, g64) = random_tensor(gpu, &mut rng, "g", &[n], -1.0, 1.0);
+        let (a, a64) = random_tensor(gpu, &mut rng, "a", &[n], -4.0, 4.0);
+        let (b, b64) = random_tensor(gpu, &mut rng, "b", &[n], -4.0, 4.0);
+        let (ga, gb) = (gpu.tensor("ga", &[n]).unwrap(), gpu.tensor("gb", &[n]).unwrap());
+        for (op, entry) in [(Binary::Add, "add_backward"), (Binary::Sub, "sub_backward"), (Binary::Mul, "mul_backward")] {
+            let bw = ew::binary_backward(gpu, op, &g, Some((&a, &b)), &ga, &gb).unwrap();
+            gpu.run(&[&bw]).unwrap();
+            let (want_a, want_b): (Vec<f64>, Vec<f64>) = match op {
+                Binary::Add => (g64.clone(), g64.clone()),
+                Binary::Sub => (g64.clone(), g64.iter().map(|x| -x).collect()),
+                Binary::Mul => (reference::binary(Binary::Mul, &g64, &b64), reference::binary(Binary::Mul, &g64, &a64)),
+            };
+            c.close(entry, &format!("grad_a n={n}"), &read(gpu, &ga).await, &want_a, ATOL, RTOL);
+            c.close(entry, &format!("grad_b n={n}"), &read(gpu, &gb).await, &want_b, ATOL, RTOL);
+        }
+    }
+}
+
+async fn activations(gpu: &Gpu, c: &mut Checks) {
+    let mut rng = Rng::new(2);
+    let acts = [
+        (Activation::Relu, "relu", "relu_backward"),
+        (Activation::Silu, "silu", "silu_backward_real"),
+        (Activation::Tanh, "tanh_forward", "tanh_backward"),
+    ];
+    for &(n, grid) in SIZES_1D {
+        gpu.set_grid_limit(grid);
+        for (act, fwd, bwd) in acts {
+            // Wide range: exp must neither overflow nor lose the sign for |x| up to 60.
+            let (x, x64) = random_tensor(gpu, &mut rng, "x", &[n], -60.0, 60.0);
+            let (g, g64) = random_tensor(gpu, &mut rng, "g", &[n], -1.0, 1.0);
+            let (out, gin) = (gpu.tensor("out", &[n]).unwrap(), gpu.tensor("gin", &[n]).unwrap());
+            gpu.run(&[
+                &ew::activation(gpu, act, &x, &out).unwrap(),
+                &ew::activation_backward(gpu, act, &g, &x, &gin).unwrap(),
+            ])
+            .unwrap();
+            c.close(fwd, &format!("n={n}"), &read(gpu, &out).await, &reference::activation(act, &x64), ATOL, RTOL);
+            let want = reference::activation_backward(act, &g64, &x64);
+            c.close(bwd, &format!("n={n}"), &read(gpu, &gin).await, &want, ATOL, RTOL);
+        }
+    }
+}
+
+async fn silu_gate(gpu: &Gpu, c: &mut Checks) {
+    let mut rng = Rng::new(3);
+    for &(n, grid) in SIZES_1D {
+        gpu.set_grid_limit(grid);
+        let (up, up64) = random_tensor(gpu, &mut rng, "up", &[n], -6.0, 6.0);
+        let (gate, gate64) = random_tensor(gpu, &mut rng, "gate", &[n], -2.0, 2.0);
+        let (g, g64) = random_tensor(gpu, &mut rng, "g", &[n], -1.0, 1.0);
+        let out = gpu.tensor("out", &[n]).unwrap();
+        let (gu, gg) = (gpu.tensor("gu", &[n]).unwrap(), gpu.tensor("gg", &[n]).unwrap());
+        gpu.run(&[
+            &ew::silu_gate(gpu, &up, &gate, &out).unwrap(),
+            &ew::silu_gate_backward(gpu, &up, &gate, &g, &gu, &gg).unwrap(),
+        ])
+        .unwrap();
+        let want = reference::silu_gate(&up64, &gate64);
+        c.close("silu_gate_fused", &format!("n={n}"), &read(gpu, &out).await, &want, ATOL, RTOL);
+        let (want_u, want_g) = reference::silu_gate_backward(&up64, &gate64, &g64);
+        c.close("silu_gate_backward", &format!("up n={n}"), &read(gpu, &gu).await, &want_u, ATOL, RTOL);
+        c.close("silu_gate_backward", &format!("gate n={n}"), &read(gpu, &gg).await, &want_g, ATOL, RTOL);
+    }
+}
+
+/// A real 2-D launch: more than 65,535 workgroups of 64 threads at the device's own limit.
+async fn huge_silu(gpu: &Gpu, c: &mut Checks) {
+    let n = 65_536 * 64 + 3;
+    let mut rng = Rng::new(4);
+    let (x, x64) = random_tensor(gpu, &mut rng, "x", &[n], -8.0, 8.0);
+    let out = gpu.tensor("out", &[n]).unwrap();
+    let op = ew::activation(gpu, Activation::Silu, &x, &out).unwrap();
+    assert!(op.workgroups[1] > 1, "expected a 2-D grid, got {:?}", op.workgroups);
+    gpu.run(&[&op]).unwrap();
+    c.close("silu", "n=4M (2-D grid)", &read(gpu, &out).await, &reference::activation(Activation::Silu, &x64), ATOL, RTOL);
+}
+
+pub async fn run(gpu: &Gpu, c: &mut Checks) {
+    binaries(gpu, c).await;
+    activations(gpu, c).await;
+    silu_gate(gpu, c).await;
+}
+
+crate::gpu_test!(elementwise_kernels_match_reference, run);
+crate::gpu_test!(elementwise_two_d_grid_at_device_limit, huge_silu);
+
+#[cfg(not(target_arch = "wasm32"))]
+#[test]
+fn elementwise_reference_backwards_match_finite_differences() {
+    let mut rng = Rng::new(5);
+    let x: Vec<f64> = (0..9).map(|_| rng.range(-3.0, 3.0)).collect();
+    let g: Vec<f64> = (0..9).map(|_| rng.range(-1.0, 1.0)).collect();
+    for act in [Activation::Silu, Activation::Tanh, Activation::Relu] {
+        let numeric = numeric_grad(|x| dot(&reference::activation(act, x), &g), &x, 1e-6);
+        assert_close(&format!("{act:?}'"), &to32(&reference::activation_backward(act, &g, &x)), &numeric, 1e-6, 1e-5);
+    }
+    let gate: Vec<f64> = (0..9).map(|_| rng.range(-2.0, 2.0)).collect();
+    let (gu, gg) = reference::silu_gate_backward(&x, &gate, &g);
+    let nu = numeric_grad(|u| dot(&reference::silu_gate(u, &gate), &g), &x, 1e-6);
+    let ng = numeric_grad(|v| dot(&reference::silu_gate(&x, v), &g), &gate, 1e-6);
+    assert_close("silu_gate d/up", &to32(&gu), &nu, 1e-6, 1e-5);
+    assert_close("silu_gate d/gate", &to32(&gg), &ng, 1e-6, 1e-5);
+}

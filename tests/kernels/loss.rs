@@ -1,0 +1,1 @@
+//! GPU-vs-reference checks for shaders/loss.wgsl (being written).

@@ -1,0 +1,1 @@
+//! GPU-vs-reference checks for shaders/softmax.wgsl (being written).
