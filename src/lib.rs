@@ -10,3 +10,6 @@ pub mod tensor;
 pub use error::{KilnError, Result};
 pub use gpu::{Arg, Gpu, Op};
 pub use tensor::Tensor;
+
+#[cfg(target_arch = "wasm32")]
+pub mod web;

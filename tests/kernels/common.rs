@@ -1,4 +1,5 @@
 //! Shared test harness: one test body runs natively (wgpu on Vulkan) and in the browser
+#![allow(dead_code)] // each test target uses a different part of the harness
 //! (wasm-bindgen-test in headless Chromium's WebGPU). GPU results are compared with the f64
 //! references under `atol + rtol·|ref|`; a failure prints the worst elements.
 

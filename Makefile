@@ -1,0 +1,32 @@
+# Kiln — every command a newcomer needs. `make test` and `make serve` install what they need.
+SHELL := /bin/bash
+export CHROMEDRIVER ?= /usr/bin/chromedriver
+export WASM_BINDGEN_TEST_TIMEOUT ?= 300
+# Native tests share one llvmpipe/Vulkan device; two threads match this machine's cores.
+export RUST_TEST_THREADS ?= 2
+
+.PHONY: test test-native test-browser serve setup-test setup-serve clean
+
+test: setup-test test-native test-browser
+	@echo "make test: all suites passed"
+
+setup-test:
+	@bash scripts/setup.sh test
+
+setup-serve:
+	@bash scripts/setup.sh serve
+
+test-native:
+	cargo test --all-targets -- --nocapture 2>&1 | tee target/native-tests.log
+	@echo "native kernel checks: $$(grep -o 'kernel checks: [^:]*: [0-9]* passed' target/native-tests.log | awk '{s+=$$4} END {print s+0}') passed"
+
+test-browser:
+	cargo test --target wasm32-unknown-unknown --test kernels -- --nocapture 2>&1 | tee target/browser-tests.log
+	@echo "browser kernel checks: $$(grep -o 'kernel checks: [^:]*: [0-9]* passed' target/browser-tests.log | awk '{s+=$$4} END {print s+0}') passed"
+
+serve: setup-serve
+	trunk serve
+
+clean:
+	cargo clean
+	rm -rf dist pkg node_modules test-output
