@@ -1,5 +1,6 @@
 # Kiln — every command a newcomer needs. `make test` and `make serve` install what they need.
 SHELL := /bin/bash
+.SHELLFLAGS := -eo pipefail -c
 export CHROMEDRIVER ?= /usr/bin/chromedriver
 export WASM_BINDGEN_TEST_TIMEOUT ?= 300
 # Native tests share one llvmpipe/Vulkan device; two threads match this machine's cores.
