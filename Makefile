@@ -5,6 +5,8 @@ export CHROMEDRIVER ?= /usr/bin/chromedriver
 export WASM_BINDGEN_TEST_TIMEOUT ?= 300
 # Native tests share one llvmpipe/Vulkan device; two threads match this machine's cores.
 export RUST_TEST_THREADS ?= 2
+# Vulkan loaders complain when this is unset; any private directory will do.
+export XDG_RUNTIME_DIR ?= /tmp/kiln-xdg-$(shell id -u)
 
 .PHONY: test test-native test-browser serve setup-test setup-serve clean
 
@@ -12,6 +14,7 @@ test: setup-test test-native test-browser
 	@echo "make test: all suites passed"
 
 setup-test:
+	@mkdir -p -m 700 $(XDG_RUNTIME_DIR) target
 	@bash scripts/setup.sh test
 
 setup-serve:
@@ -22,7 +25,7 @@ test-native:
 	@echo "native kernel checks: $$(grep -o 'kernel checks: [^:]*: [0-9]* passed' target/native-tests.log | awk '{s+=$$4} END {print s+0}') passed"
 
 test-browser:
-	cargo test --target wasm32-unknown-unknown --test kernels -- --nocapture 2>&1 | tee target/browser-tests.log
+	cargo test --target wasm32-unknown-unknown --test kernels --test gpu -- --nocapture 2>&1 | tee target/browser-tests.log
 	@echo "browser kernel checks: $$(grep -o 'kernel checks: [^:]*: [0-9]* passed' target/browser-tests.log | awk '{s+=$$4} END {print s+0}') passed"
 
 serve: setup-serve

@@ -117,6 +117,11 @@ impl Gpu {
         }
     }
 
+    /// Validates WGSL source on this device; a rejected shader is `ShaderValidation`.
+    pub async fn check_wgsl(&self, label: &'static str, source: &str) -> Result<()> {
+        compile_module(&self.device, label, source).await.map(|_| ())
+    }
+
     pub fn limits(&self) -> &wgpu::Limits {
         &self.limits
     }
@@ -354,17 +359,21 @@ fn storage(read_only: bool) -> wgpu::BindingType {
 async fn compile_families(device: &wgpu::Device) -> Result<HashMap<Family, wgpu::ShaderModule>> {
     let mut modules = HashMap::new();
     for &family in Family::ALL {
-        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some(family.name()),
-            source: wgpu::ShaderSource::Wgsl(family.source().into()),
-        });
-        if let Some(e) = scope.pop().await {
-            return Err(KilnError::ShaderValidation { family: family.name(), message: e.to_string() });
-        }
-        modules.insert(family, module);
+        modules.insert(family, compile_module(device, family.name(), family.source()).await?);
     }
     Ok(modules)
+}
+
+async fn compile_module(device: &wgpu::Device, label: &'static str, source: &str) -> Result<wgpu::ShaderModule> {
+    let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some(label),
+        source: wgpu::ShaderSource::Wgsl(source.into()),
+    });
+    match scope.pop().await {
+        Some(e) => Err(KilnError::ShaderValidation { family: label, message: e.to_string() }),
+        None => Ok(module),
+    }
 }
 
 #[cfg(not(target_arch = "wasm32"))]
