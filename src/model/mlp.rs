@@ -1,0 +1,144 @@
+//! A multi-layer perceptron, written llm.c style: each layer's forward and backward are explicit
+//! kernel calls, every buffer is allocated once for a fixed batch size, and backward accumulates
+//! parameter gradients (the step clears them first).
+//!
+//! Layer l: lin = h_{l-1}·W_lᵀ (W_l is (out, in)), z = lin + b_l, h_l = act(z) except for the
+//! last layer, whose z is the logits (classification) or the prediction (regression).
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{ensure, Result};
+use crate::gpu::{Gpu, Op};
+use crate::kernels::elementwise::{activation, activation_backward, binary, Activation, Binary};
+use crate::kernels::matmul::{matmul, MatmulDesc};
+use crate::kernels::reduce::column_sum;
+use crate::model::params::{Init, ParamSpec, ParamStore};
+use crate::tensor::Tensor;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MlpConfig {
+    pub input_dim: usize,
+    /// Widths of the hidden layers, e.g. [16, 16].
+    pub hidden: Vec<usize>,
+    pub output_dim: usize,
+    pub activation: Activation,
+}
+
+/// Largest width of any layer: keeps a playground model within what a page can show.
+pub const MAX_WIDTH: usize = 4096;
+pub const MAX_LAYERS: usize = 16;
+
+impl MlpConfig {
+    pub fn validate(&self) -> Result<()> {
+        ensure(self.input_dim >= 1 && self.input_dim <= MAX_WIDTH, "mlp.input_dim", || format!("must be 1..={MAX_WIDTH}, got {}", self.input_dim))?;
+        ensure(self.output_dim >= 1 && self.output_dim <= MAX_WIDTH, "mlp.output_dim", || format!("must be 1..={MAX_WIDTH}, got {}", self.output_dim))?;
+        ensure(self.hidden.len() < MAX_LAYERS, "mlp.hidden", || format!("at most {} hidden layers, got {}", MAX_LAYERS - 1, self.hidden.len()))?;
+        for (i, &w) in self.hidden.iter().enumerate() {
+            ensure(w >= 1 && w <= MAX_WIDTH, &format!("mlp.hidden[{i}]"), || format!("width must be 1..={MAX_WIDTH}, got {w}"))?;
+        }
+        Ok(())
+    }
+
+    /// (in, out) of each layer.
+    pub fn layer_dims(&self) -> Vec<(usize, usize)> {
+        let mut dims = vec![self.input_dim];
+        dims.extend(&self.hidden);
+        dims.push(self.output_dim);
+        dims.windows(2).map(|w| (w[0], w[1])).collect()
+    }
+
+    pub fn param_specs(&self) -> Vec<ParamSpec> {
+        let mut specs = vec![];
+        for (l, (fan_in, out)) in self.layer_dims().into_iter().enumerate() {
+            specs.push(ParamSpec { name: format!("layer{l}.weight"), shape: vec![out, fan_in], init: Init::FanIn(fan_in), decay: true });
+            specs.push(ParamSpec { name: format!("layer{l}.bias"), shape: vec![out], init: Init::FanIn(fan_in), decay: false });
+        }
+        specs
+    }
+}
+
+/// One layer's activations for a fixed batch.
+struct LayerActs {
+    /// (B, out) lin + b: pre-activation, or the model output for the last layer
+    z: Tensor,
+    /// (B, out) act(z); None for the last layer
+    h: Option<Tensor>,
+}
+
+/// Forward (and optionally backward) dispatches of an MLP for a fixed batch size.
+pub struct MlpPass {
+    /// (B, input_dim) the batch's inputs, written before each step
+    pub input: Tensor,
+    /// (B, output_dim) logits or predictions
+    pub output: Tensor,
+    /// (B, output_dim) gradient of the loss w.r.t. the output, written by the loss kernel
+    pub d_output: Tensor,
+    pub forward: Vec<Op>,
+    pub backward: Vec<Op>,
+    pub batch: usize,
+}
+
+impl MlpPass {
+    /// Builds the forward dispatches, and the backward ones when `train`.
+    pub fn new(gpu: &Gpu, cfg: &MlpConfig, params: &ParamStore, batch: usize, train: bool) -> Result<MlpPass> {
+        let dims = cfg.layer_dims();
+        let input = gpu.tensor("mlp input", &[batch, cfg.input_dim])?;
+        let mut acts: Vec<LayerActs> = vec![];
+        let mut forward = vec![];
+        for (l, &(fan_in, out)) in dims.iter().enumerate() {
+            let prev = if l == 0 { &input } else { acts[l - 1].h.as_ref().expect("hidden layers have h") };
+            // (B, out) h_{l-1}·Wᵀ, kept alive by the ops that bind it
+            let lin = gpu.tensor(&format!("layer{l}.lin"), &[batch, out])?;
+            let z = gpu.tensor(&format!("layer{l}.z"), &[batch, out])?;
+            forward.push(matmul(gpu, prev, &params.weight(&format!("layer{l}.weight")), &lin, MatmulDesc::new(batch, out, fan_in).trans_b())?);
+            forward.push(binary(gpu, Binary::Add, &lin, &params.weight(&format!("layer{l}.bias")), &z)?);
+            let h = if l + 1 < dims.len() {
+                let h = gpu.tensor(&format!("layer{l}.h"), &[batch, out])?;
+                forward.push(activation(gpu, cfg.activation, &z, &h)?);
+                Some(h)
+            } else {
+                None
+            };
+            acts.push(LayerActs { z, h });
+        }
+        let output = acts.last().expect("at least one layer").z.clone();
+        let d_output = gpu.tensor("mlp d_output", &[batch, cfg.output_dim])?;
+        let backward = if train { backward_ops(gpu, cfg, params, &input, &acts, &d_output, batch)? } else { vec![] };
+        Ok(MlpPass { input, output, d_output, forward, backward, batch })
+    }
+}
+
+/// dW_l += dz_lᵀ·h_{l-1}, db_l += Σ_rows dz_l, dh_{l-1} = dz_l·W_l, dz_{l-1} = dh_{l-1}·act'(z_{l-1}).
+fn backward_ops(
+    gpu: &Gpu,
+    cfg: &MlpConfig,
+    params: &ParamStore,
+    input: &Tensor,
+    acts: &[LayerActs],
+    d_output: &Tensor,
+    batch: usize,
+) -> Result<Vec<Op>> {
+    let dims = cfg.layer_dims();
+    let mut ops = vec![];
+    let mut dz = d_output.clone();
+    for l in (0..dims.len()).rev() {
+        let (fan_in, out) = dims[l];
+        let prev = if l == 0 { input } else { acts[l - 1].h.as_ref().expect("hidden") };
+        let (w, dw, db) = (
+            params.weight(&format!("layer{l}.weight")),
+            params.grad(&format!("layer{l}.weight")),
+            params.grad(&format!("layer{l}.bias")),
+        );
+        ops.push(matmul(gpu, &dz, prev, &dw, MatmulDesc::new(out, fan_in, batch).trans_a().accumulate())?);
+        ops.push(column_sum(gpu, &dz, &db, true)?);
+        if l > 0 {
+            let dh = gpu.tensor(&format!("layer{}.dh", l - 1), &[batch, fan_in])?;
+            let dz_prev = gpu.tensor(&format!("layer{}.dz", l - 1), &[batch, fan_in])?;
+            ops.push(matmul(gpu, &dz, &w, &dh, MatmulDesc::new(batch, fan_in, out))?);
+            ops.push(activation_backward(gpu, cfg.activation, &dh, &acts[l - 1].z, &dz_prev)?);
+            dz = dz_prev;
+        }
+    }
+    Ok(ops)
+}

@@ -1,0 +1,118 @@
+//! `ParamStore`: every parameter of a model in one flat buffer, with gradients and optimizer
+//! state in flat buffers of the same layout. Each tensor is an exact-size view (so kernels see
+//! the right `arrayLength`), and each optimizer update is one dispatch over a whole range:
+//! tensors with weight decay come first, then those without (norms, biases).
+
+use crate::error::Result;
+use crate::gpu::Gpu;
+use crate::rng::Rng;
+use crate::tensor::Tensor;
+
+/// How a parameter tensor starts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Init {
+    /// Uniform in ±1/sqrt(fan_in) (PyTorch's nn.Linear default).
+    FanIn(usize),
+    Normal(f32),
+    Constant(f32),
+}
+
+#[derive(Debug, Clone)]
+pub struct ParamSpec {
+    pub name: String,
+    pub shape: Vec<usize>,
+    pub init: Init,
+    pub decay: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct ParamEntry {
+    pub spec: ParamSpec,
+    /// Element offset in the flat buffers.
+    pub offset: usize,
+}
+
+pub struct ParamStore {
+    pub entries: Vec<ParamEntry>,
+    /// (total) all parameters, padded so each tensor starts at a storage-offset boundary
+    pub weights: Tensor,
+    /// (total) gradients, same layout
+    pub grads: Tensor,
+    /// (total) optimizer moments (AdamW m, v; SGD uses `m` as its momentum buffer)
+    pub m: Tensor,
+    pub v: Tensor,
+    /// Elements [0, decay_end) have weight decay; [decay_end, total) do not.
+    pub decay_end: usize,
+    pub total: usize,
+}
+
+impl ParamStore {
+    /// Lays out `specs` (decayed first), allocates the flat buffers, and initializes weights.
+    pub fn new(gpu: &Gpu, mut specs: Vec<ParamSpec>, seed: u64) -> Result<ParamStore> {
+        specs.sort_by_key(|s| !s.decay); // stable: decayed tensors first, order otherwise kept
+        let align = (gpu.limits().min_storage_buffer_offset_alignment as usize / 4).max(1);
+        let mut offset = 0;
+        let mut decay_end = 0;
+        let mut entries = Vec::with_capacity(specs.len());
+        for spec in specs {
+            let len: usize = spec.shape.iter().product();
+            if spec.decay {
+                decay_end = (offset + len).next_multiple_of(align);
+            }
+            entries.push(ParamEntry { spec, offset });
+            offset = (offset + len).next_multiple_of(align);
+        }
+        let total = offset.max(align);
+        let mut rng = Rng::new(seed);
+        let mut init = vec![0f32; total];
+        for e in &entries {
+            let len: usize = e.spec.shape.iter().product();
+            for x in &mut init[e.offset..e.offset + len] {
+                *x = match e.spec.init {
+                    Init::FanIn(fan_in) => rng.range(-1.0, 1.0) as f32 / (fan_in as f32).sqrt(),
+                    Init::Normal(std) => rng.normal() as f32 * std,
+                    Init::Constant(c) => c,
+                };
+            }
+        }
+        Ok(ParamStore {
+            weights: gpu.tensor_from("parameters", &[total], &init)?,
+            grads: gpu.tensor("gradients", &[total])?,
+            m: gpu.tensor("optimizer m", &[total])?,
+            v: gpu.tensor("optimizer v", &[total])?,
+            entries,
+            decay_end,
+            total,
+        })
+    }
+
+    pub fn entry(&self, name: &str) -> &ParamEntry {
+        self.entries.iter().find(|e| e.spec.name == name).unwrap_or_else(|| panic!("no parameter {name}"))
+    }
+
+    /// The weight view of parameter `name`.
+    pub fn weight(&self, name: &str) -> Tensor {
+        let e = self.entry(name);
+        self.weights.view(&e.spec.name, e.offset, e.spec.shape.clone())
+    }
+
+    /// The gradient view of parameter `name`.
+    pub fn grad(&self, name: &str) -> Tensor {
+        let e = self.entry(name);
+        self.grads.view(&format!("d{}", e.spec.name), e.offset, e.spec.shape.clone())
+    }
+
+    /// Number of real (unpadded) parameters.
+    pub fn count(&self) -> usize {
+        self.entries.iter().map(|e| e.spec.shape.iter().product::<usize>()).sum()
+    }
+
+    /// Views of one flat buffer split at the decay boundary: (decayed, not decayed); either
+    /// may be None when empty.
+    pub fn ranges(&self, flat: &Tensor) -> [Option<Tensor>; 2] {
+        let first = (self.decay_end > 0).then(|| flat.view("decayed", 0, vec![self.decay_end]));
+        let rest = (self.total > self.decay_end)
+            .then(|| flat.view("not decayed", self.decay_end, vec![self.total - self.decay_end]));
+        [first, rest]
+    }
+}

@@ -1,0 +1,175 @@
+//! Optimizers over a `ParamStore`: AdamW (decoupled weight decay, none on norms and biases) or
+//! SGD with momentum; global-norm clipping computed on the GPU (the update kernels read the
+//! squared norm and scale on the fly, and skip the update when it is not finite); gradient
+//! accumulation over micro-batches; constant or warmup + cosine learning-rate schedules.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{ensure, Result};
+use crate::gpu::{Gpu, Op};
+use crate::kernels::optimizer::{adamw_update, grad_norm_squared, gradient_scale, norm_partials_len, sgd_update, AdamWParams, SgdParams, UniformOp};
+use crate::model::params::ParamStore;
+use crate::tensor::Tensor;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OptimizerKind {
+    Adamw,
+    Sgd,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Schedule {
+    Constant,
+    /// Linear warmup for `warmup_steps`, then cosine decay to `min_lr_fraction`·lr at `total_steps`.
+    WarmupCosine { warmup_steps: u32, total_steps: u32, min_lr_fraction: f32 },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OptimConfig {
+    pub kind: OptimizerKind,
+    pub lr: f32,
+    pub beta1: f32,
+    pub beta2: f32,
+    pub eps: f32,
+    pub weight_decay: f32,
+    pub momentum: f32,
+    /// Global gradient-norm clip; 0 disables it.
+    pub clip: f32,
+    /// Micro-batches whose gradients are averaged into one update.
+    pub accumulation: u32,
+    pub schedule: Schedule,
+}
+
+impl Default for OptimConfig {
+    fn default() -> Self {
+        OptimConfig {
+            kind: OptimizerKind::Adamw,
+            lr: 1e-2,
+            beta1: 0.9,
+            beta2: 0.999,
+            eps: 1e-8,
+            weight_decay: 0.0,
+            momentum: 0.9,
+            clip: 1.0,
+            accumulation: 1,
+            schedule: Schedule::Constant,
+        }
+    }
+}
+
+impl OptimConfig {
+    pub fn validate(&self) -> Result<()> {
+        ensure(self.lr.is_finite() && self.lr > 0.0 && self.lr <= 10.0, "optimizer.lr", || format!("must be in (0, 10], got {}", self.lr))?;
+        ensure((1..=64).contains(&self.accumulation), "optimizer.accumulation", || format!("must be 1..=64, got {}", self.accumulation))?;
+        ensure(self.clip.is_finite() && self.clip >= 0.0, "optimizer.clip", || format!("must be >= 0 (0 = off), got {}", self.clip))?;
+        if let Schedule::WarmupCosine { warmup_steps, total_steps, min_lr_fraction } = self.schedule {
+            ensure(total_steps > warmup_steps, "optimizer.schedule.total_steps", || format!("must exceed warmup_steps ({warmup_steps}), got {total_steps}"))?;
+            ensure((0.0..=1.0).contains(&min_lr_fraction), "optimizer.schedule.min_lr_fraction", || format!("must be in [0, 1], got {min_lr_fraction}"))?;
+        }
+        // The kernels' own parameter checks name beta1/beta2/eps/momentum/weight_decay.
+        self.adamw(1, true).map(|_| ())?;
+        self.sgd(1, true).map(|_| ())
+    }
+
+    /// Learning rate at 1-based step `t`.
+    pub fn lr_at(&self, t: u64) -> f32 {
+        match self.schedule {
+            Schedule::Constant => self.lr,
+            Schedule::WarmupCosine { warmup_steps, total_steps, min_lr_fraction } => {
+                let t = t as f32;
+                if t <= warmup_steps as f32 {
+                    self.lr * t / warmup_steps.max(1) as f32
+                } else {
+                    let progress = ((t - warmup_steps as f32) / (total_steps - warmup_steps) as f32).min(1.0);
+                    let cos = 0.5 * (1.0 + (std::f32::consts::PI * progress).cos());
+                    self.lr * (min_lr_fraction + (1.0 - min_lr_fraction) * cos)
+                }
+            }
+        }
+    }
+
+    fn adamw(&self, t: u64, decay: bool) -> Result<AdamWParams> {
+        let p = AdamWParams {
+            lr: self.lr_at(t),
+            beta1: self.beta1,
+            beta2: self.beta2,
+            eps: self.eps,
+            weight_decay: if decay { self.weight_decay } else { 0.0 },
+            t: t as f32,
+            max_norm: self.clip,
+            pad: 0.0,
+        };
+        crate::kernels::optimizer::Validate::validate(&p)?;
+        Ok(p)
+    }
+
+    fn sgd(&self, t: u64, decay: bool) -> Result<SgdParams> {
+        let p = SgdParams { lr: self.lr_at(t), momentum: self.momentum, weight_decay: if decay { self.weight_decay } else { 0.0 }, max_norm: self.clip };
+        crate::kernels::optimizer::Validate::validate(&p)?;
+        Ok(p)
+    }
+}
+
+enum Update {
+    Adamw(UniformOp<AdamWParams>, bool),
+    Sgd(UniformOp<SgdParams>, bool),
+}
+
+/// The optimizer's part of a step: average accumulated gradients, reduce the global norm,
+/// update each range of the flat parameter buffer.
+pub struct Optimizer {
+    pub cfg: OptimConfig,
+    /// (1) squared global gradient norm, written every step
+    pub norm_sq: Tensor,
+    pub ops_before_update: Vec<Op>,
+    updates: Vec<Update>,
+}
+
+impl Optimizer {
+    pub fn new(gpu: &Gpu, params: &ParamStore, cfg: OptimConfig) -> Result<Optimizer> {
+        cfg.validate()?;
+        let norm_sq = gpu.tensor("grad norm squared", &[1])?;
+        let grads = [&params.grads];
+        let partials = gpu.tensor("grad norm partials", &[norm_partials_len(&grads)])?;
+        let mut ops_before_update = vec![];
+        if cfg.accumulation > 1 {
+            ops_before_update.push(gradient_scale(gpu, &params.grads, 1.0 / cfg.accumulation as f32)?);
+        }
+        ops_before_update.extend(grad_norm_squared(gpu, &grads, &partials, &norm_sq)?);
+        let [w0, w1] = params.ranges(&params.weights);
+        let [g0, g1] = params.ranges(&params.grads);
+        let [m0, m1] = params.ranges(&params.m);
+        let [v0, v1] = params.ranges(&params.v);
+        let mut updates = vec![];
+        for (decay, w, g, m, v) in [(true, w0, g0, m0, v0), (false, w1, g1, m1, v1)] {
+            let (Some(w), Some(g), Some(m), Some(v)) = (w, g, m, v) else { continue };
+            updates.push(match cfg.kind {
+                OptimizerKind::Adamw => Update::Adamw(adamw_update(gpu, &w, &g, &m, &v, &norm_sq, &cfg.adamw(1, decay)?)?, decay),
+                OptimizerKind::Sgd => Update::Sgd(sgd_update(gpu, &w, &g, Some(&m), &norm_sq, &cfg.sgd(1, decay)?)?, decay),
+            });
+        }
+        Ok(Optimizer { cfg, norm_sq, ops_before_update, updates })
+    }
+
+    /// Writes the uniforms for 1-based step `t` (learning rate, bias correction).
+    pub fn prepare(&self, gpu: &Gpu, t: u64) -> Result<()> {
+        for u in &self.updates {
+            match u {
+                Update::Adamw(op, decay) => op.set(gpu, &self.cfg.adamw(t, *decay)?)?,
+                Update::Sgd(op, decay) => op.set(gpu, &self.cfg.sgd(t, *decay)?)?,
+            }
+        }
+        Ok(())
+    }
+
+    pub fn ops(&self) -> Vec<&Op> {
+        let updates = self.updates.iter().map(|u| match u {
+            Update::Adamw(op, _) => &op.op,
+            Update::Sgd(op, _) => &op.op,
+        });
+        self.ops_before_update.iter().chain(updates).collect()
+    }
+}
