@@ -1,1 +1,137 @@
-//! GPU-vs-reference checks for shaders/matmul.wgsl (being written).
+//! GPU-vs-reference checks for shaders/matmul.wgsl, and finite-difference checks of the
+//! Linear-layer backward formulas (dX = dY·W, dW = dYᵀ·X) on the reference.
+//!
+//! Tolerance: operands are uniform in [-1, 1], so a K-term f32 dot product has rounding error
+//! growing like sqrt(K) · eps · (typical partial sum); atol = 4e-6·sqrt(K) (K = 200 → 5.7e-5)
+//! with rtol 1e-5 covers any summation order, while a wrong index gives errors of order 0.1.
+
+use kiln::kernels::matmul::{self as mm, reference, MatmulDesc};
+use kiln::Gpu;
+
+use crate::common::*;
+
+const RTOL: f64 = 1e-5;
+
+fn atol(k: usize) -> f64 {
+    4e-6 * (k as f64).sqrt()
+}
+
+/// Runs `desc` on random operands (C starts random, so accumulate is visible) and checks it.
+async fn check(gpu: &Gpu, c: &mut Checks, rng: &mut Rng, d: MatmulDesc, label: &str) {
+    let span = |size: usize, stride: usize| (d.batch - 1) * stride + size;
+    let (a, a64) = random_tensor(gpu, rng, "a", &[span(d.m * d.k, d.stride_a)], -1.0, 1.0);
+    let (b, b64) = random_tensor(gpu, rng, "b", &[span(d.k * d.n, d.stride_b)], -1.0, 1.0);
+    let (out, c64) = random_tensor(gpu, rng, "c", &[span(d.m * d.n, d.stride_c)], -1.0, 1.0);
+    let op = mm::matmul(gpu, &a, &b, &out, d).unwrap();
+    gpu.run(&[&op]).unwrap();
+    let want = reference::matmul(&d, &a64, &b64, &c64);
+    let label = format!("{label} {d:?} grid {:?}", op.workgroups);
+    c.close("matmul", &label, &read(gpu, &out).await, &want, atol(d.k), RTOL);
+}
+
+const SHAPES: &[(usize, usize, usize)] = &[(1, 1, 1), (37, 53, 29), (64, 64, 64), (130, 70, 200), (3, 129, 17)];
+
+async fn all_variants(gpu: &Gpu, c: &mut Checks) {
+    let mut rng = Rng::new(11);
+    for &(m, n, k) in SHAPES {
+        for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
+            for acc in [false, true] {
+                let mut d = MatmulDesc::new(m, n, k);
+                (d.trans_a, d.trans_b, d.accumulate) = (ta, tb, acc);
+                check(gpu, c, &mut rng, d, "").await;
+            }
+        }
+    }
+    // alpha scales only the product, not the accumulated C.
+    check(gpu, c, &mut rng, MatmulDesc::new(20, 9, 33).alpha(-0.5).accumulate(), "alpha").await;
+}
+
+async fn batched(gpu: &Gpu, c: &mut Checks) {
+    let mut rng = Rng::new(12);
+    check(gpu, c, &mut rng, MatmulDesc::new(17, 23, 9).batched(3), "dense batch").await;
+    check(gpu, c, &mut rng, MatmulDesc::new(65, 5, 31).trans_a().batched(4).accumulate(), "dense batch").await;
+    // Shared B (stride 0) and padded strides, as per-head products over strided views do.
+    let d = MatmulDesc::new(10, 12, 7).trans_b().batched(5).strides(10 * 7 + 3, 0, 10 * 12 + 5);
+    check(gpu, c, &mut rng, d, "strided batch").await;
+}
+
+/// Lowers the grid limit so the output tiles fold into a 2-D grid (x and y both > 1).
+async fn two_d_grid(gpu: &Gpu, c: &mut Checks) {
+    let mut rng = Rng::new(13);
+    gpu.set_grid_limit(3);
+    for d in [MatmulDesc::new(300, 200, 40), MatmulDesc::new(130, 250, 20).trans_a().trans_b().batched(2)] {
+        let tiles = d.m.div_ceil(64) * d.n.div_ceil(64);
+        assert!(tiles > 3, "case must need a 2-D grid");
+        check(gpu, c, &mut rng, d, "2-D grid").await;
+    }
+}
+
+/// The Linear backward as training runs it: dX = dY·W, then dW += dYᵀ·X on a nonzero dW.
+async fn linear_backward(gpu: &Gpu, c: &mut Checks) {
+    let mut rng = Rng::new(14);
+    let (m, n, k) = (45, 19, 70); // X (M, K), W (N, K), Y (M, N)
+    let (dy, dy64) = random_tensor(gpu, &mut rng, "dy", &[m, n], -1.0, 1.0);
+    let (w, w64) = random_tensor(gpu, &mut rng, "w", &[n, k], -1.0, 1.0);
+    let (x, x64) = random_tensor(gpu, &mut rng, "x", &[m, k], -1.0, 1.0);
+    let (dw, dw64) = random_tensor(gpu, &mut rng, "dw", &[n, k], -1.0, 1.0);
+    let dx = gpu.tensor("dx", &[m, k]).unwrap();
+    let dx_desc = MatmulDesc::new(m, k, n);
+    let dw_desc = MatmulDesc::new(n, k, m).trans_a().accumulate();
+    gpu.run(&[&mm::matmul(gpu, &dy, &w, &dx, dx_desc).unwrap(), &mm::matmul(gpu, &dy, &x, &dw, dw_desc).unwrap()])
+        .unwrap();
+    let want_dx = reference::matmul(&dx_desc, &dy64, &w64, &vec![0.0; m * k]);
+    let want_dw = reference::matmul(&dw_desc, &dy64, &x64, &dw64);
+    c.close("matmul", "linear dX = dY·W", &read(gpu, &dx).await, &want_dx, atol(n), RTOL);
+    c.close("matmul", "linear dW += dYᵀ·X", &read(gpu, &dw).await, &want_dw, atol(m), RTOL);
+}
+
+/// The wrapper's error for `desc` (it must fail), as text.
+fn error(gpu: &Gpu, a: &kiln::Tensor, b: &kiln::Tensor, c: &kiln::Tensor, d: MatmulDesc) -> String {
+    match mm::matmul(gpu, a, b, c, d) {
+        Ok(_) => panic!("{d:?} should be rejected"),
+        Err(e) => e.to_string(),
+    }
+}
+
+async fn rejects_bad_lengths(gpu: &Gpu, _c: &mut Checks) {
+    let a = gpu.tensor("a", &[6, 4]).unwrap();
+    let b = gpu.tensor("b", &[4, 5]).unwrap();
+    let out = gpu.tensor("c", &[6, 5]).unwrap();
+    assert!(mm::matmul(gpu, &a, &b, &out, MatmulDesc::new(6, 5, 4)).is_ok());
+    let err = error(gpu, &a, &b, &out, MatmulDesc::new(6, 5, 3));
+    assert!(err.contains("`a`") && err.contains("18"), "{err}");
+    let err = error(gpu, &a, &b, &out, MatmulDesc::new(6, 4, 4));
+    assert!(err.contains("`b`"), "{err}");
+    let err = error(gpu, &a, &b, &out, MatmulDesc::new(6, 5, 4).batched(2));
+    assert!(err.contains("2 x 24"), "{err}");
+    let err = error(gpu, &a, &b, &out, MatmulDesc::new(0, 5, 4));
+    assert!(err.contains("`m`"), "{err}");
+}
+
+pub async fn run(gpu: &Gpu, c: &mut Checks) {
+    all_variants(gpu, c).await;
+    batched(gpu, c).await;
+    linear_backward(gpu, c).await;
+    rejects_bad_lengths(gpu, c).await;
+}
+
+crate::gpu_test!(matmul_kernels_match_reference, run);
+crate::gpu_test!(matmul_two_d_grid, two_d_grid);
+
+/// Y = X·Wᵀ with L = Σ G∘Y: dL/dX = G·W and dL/dW = Gᵀ·X, via the reference matmul.
+#[cfg(not(target_arch = "wasm32"))]
+#[test]
+fn matmul_linear_backward_formulas_match_finite_differences() {
+    let mut rng = Rng::new(15);
+    let (m, n, k) = (4, 3, 5);
+    let mut rand = |len: usize| (0..len).map(|_| rng.range(-1.0, 1.0)).collect::<Vec<f64>>();
+    let (x, w, g) = (rand(m * k), rand(n * k), rand(m * n));
+    let fwd = MatmulDesc::new(m, n, k).trans_b();
+    let y = |x: &[f64], w: &[f64]| reference::matmul(&fwd, x, w, &vec![0.0; m * n]);
+    let dx = reference::matmul(&MatmulDesc::new(m, k, n), &g, &w, &vec![0.0; m * k]);
+    let dw = reference::matmul(&MatmulDesc::new(n, k, m).trans_a(), &g, &x, &vec![0.0; n * k]);
+    let num_dx = numeric_grad(|x| dot(&y(x, &w), &g), &x, 1e-6);
+    let num_dw = numeric_grad(|w| dot(&y(&x, w), &g), &w, 1e-6);
+    assert_close("dX = G·W", &to32(&dx), &num_dx, 1e-6, 1e-5);
+    assert_close("dW = Gᵀ·X", &to32(&dw), &num_dw, 1e-6, 1e-5);
+}
