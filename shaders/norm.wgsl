@@ -1,1 +1,136 @@
-// norm.wgsl — (being written)
+// norm.wgsl — RMSNorm forward (plain, and fused with the residual add) and its backward.
+// Row kernels: one 256-thread workgroup per row of C channels. The forwards save
+// rstd = 1/sqrt(mean(x²) + eps) per row (as llm.c does) so the backward needs no second
+// reduction over x² and no eps.
+
+struct NormParams {
+    cols: u32,       // C, channels per row
+    rows: u32,       // rows = B*T
+    eps: f32,
+    accumulate: u32, // rms_norm_backward only: 1 = dx += result (residual stream), 0 = dx = result
+};
+
+// ---- rms_norm: out = x * rstd * weight ----
+@group(0) @binding(0) var<storage, read> rn_x: array<f32>;          // (rows, C)
+@group(0) @binding(1) var<storage, read> rn_weight: array<f32>;     // (C)
+@group(0) @binding(2) var<storage, read_write> rn_out: array<f32>;  // (rows, C)
+@group(0) @binding(3) var<storage, read_write> rn_rstd: array<f32>; // (rows)
+@group(0) @binding(4) var<uniform> rn_p: NormParams;
+
+@compute @workgroup_size(256)
+fn rms_norm(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>,
+            @builtin(num_workgroups) nwg: vec3<u32>) {
+    let row = row_index(wg, nwg);
+    if (row >= rn_p.rows) { return; } // uniform: the whole workgroup exits
+    let cols = rn_p.cols;
+    let off = row * cols;
+    var ss = 0.0;
+    for (var i = lid; i < cols; i += ROW_WG) {
+        let v = rn_x[off + i];
+        ss += v * v;
+    }
+    let rstd = 1.0 / sqrt(row_sum(lid, ss) / f32(cols) + rn_p.eps);
+    if (lid == 0u) { rn_rstd[row] = rstd; }
+    for (var i = lid; i < cols; i += ROW_WG) {
+        rn_out[off + i] = rn_x[off + i] * rstd * rn_weight[i];
+    }
+}
+
+// ---- rms_norm_residual: sum = x + residual; out = rmsnorm(sum) * weight ----
+// The sum is the residual stream's next value, so it is written out too; the backward then
+// runs rms_norm_backward on `sum` with accumulate = 1 into the residual stream's gradient.
+@group(0) @binding(0) var<storage, read> rr_x: array<f32>;          // (rows, C)
+@group(0) @binding(1) var<storage, read> rr_residual: array<f32>;   // (rows, C)
+@group(0) @binding(2) var<storage, read> rr_weight: array<f32>;     // (C)
+@group(0) @binding(3) var<storage, read_write> rr_sum: array<f32>;  // (rows, C)
+@group(0) @binding(4) var<storage, read_write> rr_out: array<f32>;  // (rows, C)
+@group(0) @binding(5) var<storage, read_write> rr_rstd: array<f32>; // (rows)
+@group(0) @binding(6) var<uniform> rr_p: NormParams;
+
+@compute @workgroup_size(256)
+fn rms_norm_residual(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>,
+                     @builtin(num_workgroups) nwg: vec3<u32>) {
+    let row = row_index(wg, nwg);
+    if (row >= rr_p.rows) { return; } // uniform: the whole workgroup exits
+    let cols = rr_p.cols;
+    let off = row * cols;
+    var ss = 0.0;
+    for (var i = lid; i < cols; i += ROW_WG) {
+        let v = rr_x[off + i] + rr_residual[off + i];
+        rr_sum[off + i] = v;
+        ss += v * v;
+    }
+    let rstd = 1.0 / sqrt(row_sum(lid, ss) / f32(cols) + rr_p.eps);
+    if (lid == 0u) { rr_rstd[row] = rstd; }
+    // Each thread rereads only the sums it wrote itself: no barrier needed.
+    for (var i = lid; i < cols; i += ROW_WG) {
+        rr_out[off + i] = rr_sum[off + i] * rstd * rr_weight[i];
+    }
+}
+
+// ---- rms_norm_backward: dx = rstd·w·g − x · rstd³/C · Σ_j w_j g_j x_j (per row) ----
+@group(0) @binding(0) var<storage, read> rb_dout: array<f32>;     // (rows, C)
+@group(0) @binding(1) var<storage, read> rb_x: array<f32>;        // (rows, C) forward input
+@group(0) @binding(2) var<storage, read> rb_weight: array<f32>;   // (C)
+@group(0) @binding(3) var<storage, read> rb_rstd: array<f32>;     // (rows) saved by the forward
+@group(0) @binding(4) var<storage, read_write> rb_dx: array<f32>; // (rows, C)
+@group(0) @binding(5) var<uniform> rb_p: NormParams;
+
+@compute @workgroup_size(256)
+fn rms_norm_backward(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>,
+                     @builtin(num_workgroups) nwg: vec3<u32>) {
+    let row = row_index(wg, nwg);
+    if (row >= rb_p.rows) { return; } // uniform: the whole workgroup exits
+    let cols = rb_p.cols;
+    let off = row * cols;
+    var d = 0.0;
+    for (var i = lid; i < cols; i += ROW_WG) {
+        d += rb_dout[off + i] * rb_weight[i] * rb_x[off + i];
+    }
+    let r = rb_rstd[row];
+    let k = row_sum(lid, d) * r * r * r / f32(cols);
+    for (var i = lid; i < cols; i += ROW_WG) {
+        let g = r * rb_weight[i] * rb_dout[off + i] - k * rb_x[off + i];
+        if (rb_p.accumulate != 0u) {
+            rb_dx[off + i] += g;
+        } else {
+            rb_dx[off + i] = g;
+        }
+    }
+}
+
+// ---- rms_norm_backward_weight: dweight[c] += Σ_rows dout·x·rstd ----
+// A sum over rows, done deterministically without atomics: each 256-thread workgroup owns
+// WB_COLS consecutive channels (coalesced reads along a row) and splits the rows over
+// WB_LANES lanes, which it then adds in a fixed order.
+const WB_COLS: u32 = 32u;
+const WB_LANES: u32 = 8u; // WB_COLS * WB_LANES == ROW_WG
+
+@group(0) @binding(0) var<storage, read> rw_dout: array<f32>;          // (rows, C)
+@group(0) @binding(1) var<storage, read> rw_x: array<f32>;             // (rows, C) forward input
+@group(0) @binding(2) var<storage, read> rw_rstd: array<f32>;          // (rows)
+@group(0) @binding(3) var<storage, read_write> rw_dweight: array<f32>; // (C), accumulated
+@group(0) @binding(4) var<uniform> rw_p: NormParams;
+
+@compute @workgroup_size(256)
+fn rms_norm_backward_weight(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>,
+                            @builtin(num_workgroups) nwg: vec3<u32>) {
+    let first = row_index(wg, nwg) * WB_COLS;
+    let cols = rw_p.cols;
+    if (first >= cols) { return; } // uniform: the whole workgroup exits
+    let col = first + lid % WB_COLS;
+    let lane = lid / WB_COLS;
+    var acc = 0.0;
+    if (col < cols) {
+        for (var r = lane; r < rw_p.rows; r += WB_LANES) {
+            acc += rw_dout[r * cols + col] * rw_x[r * cols + col] * rw_rstd[r];
+        }
+    }
+    row_red[lid] = acc;
+    workgroupBarrier();
+    if (lid < WB_COLS && col < cols) {
+        var s = 0.0;
+        for (var l = 0u; l < WB_LANES; l++) { s += row_red[l * WB_COLS + lid]; }
+        rw_dweight[col] += s;
+    }
+}

@@ -1,3 +1,180 @@
-//! norm kernels (being written).
-use super::Kernel;
-pub const KERNELS: &[&Kernel] = &[];
+//! RMSNorm kernels (`shaders/norm.wgsl`): `rms_norm`, the fused `rms_norm_residual`, and the
+//! backward split in two entry points — `rms_norm_backward` (dx, per row) and
+//! `rms_norm_backward_weight` (dweight, a deterministic sum over rows) — with f64 references.
+//!
+//! Shapes come from lengths: C = weight.len(), rows = x.len() / C.
+
+use super::{expect_len, Family::Norm as F, Kernel, R, RW, U};
+use crate::error::{KilnError, Result};
+use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
+use crate::tensor::Tensor;
+
+pub const RMS_NORM: Kernel = Kernel { entry: "rms_norm", family: F, bindings: &[R, R, RW, RW, U] };
+pub const RMS_NORM_RESIDUAL: Kernel =
+    Kernel { entry: "rms_norm_residual", family: F, bindings: &[R, R, R, RW, RW, RW, U] };
+pub const RMS_NORM_BACKWARD: Kernel =
+    Kernel { entry: "rms_norm_backward", family: F, bindings: &[R, R, R, R, RW, U] };
+pub const RMS_NORM_BACKWARD_WEIGHT: Kernel =
+    Kernel { entry: "rms_norm_backward_weight", family: F, bindings: &[R, R, R, RW, U] };
+
+pub const KERNELS: &[&Kernel] = &[&RMS_NORM, &RMS_NORM_RESIDUAL, &RMS_NORM_BACKWARD, &RMS_NORM_BACKWARD_WEIGHT];
+
+/// Channels per workgroup of `rms_norm_backward_weight` (WB_COLS in the shader).
+const WEIGHT_COLS_PER_GROUP: usize = 32;
+
+/// Mirrors `NormParams` in norm.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct NormParams {
+    pub cols: u32,
+    pub rows: u32,
+    pub eps: f32,
+    pub accumulate: u32,
+}
+
+/// (C, rows) of `x` normalized over `weight`'s length, or an error naming the bad tensor.
+fn shape(x: &Tensor, weight: &Tensor) -> Result<(usize, usize)> {
+    let c = weight.len();
+    if c == 0 || x.len() % c != 0 {
+        return Err(KilnError::invalid(
+            x.name(),
+            format!("{} elements are not whole rows of {c} channels (the weight's length)", x.len()),
+        ));
+    }
+    Ok((c, x.len() / c))
+}
+
+fn check_eps(eps: f32) -> Result<()> {
+    if eps.is_finite() && eps >= 0.0 {
+        Ok(())
+    } else {
+        Err(KilnError::invalid("eps", format!("must be finite and >= 0, got {eps}")))
+    }
+}
+
+fn params(gpu: &Gpu, c: usize, rows: usize, eps: f32, accumulate: bool) -> wgpu::Buffer {
+    let p = NormParams { cols: c as u32, rows: rows as u32, eps, accumulate: accumulate as u32 };
+    gpu.uniform("norm params", &p)
+}
+
+/// out = x / sqrt(mean(x²) + eps) * weight per row of x (rows, C); saves rstd (rows).
+pub fn rms_norm(gpu: &Gpu, x: &Tensor, weight: &Tensor, out: &Tensor, rstd: &Tensor, eps: f32) -> Result<Op> {
+    let (c, rows) = shape(x, weight)?;
+    check_eps(eps)?;
+    expect_len(out, x.len(), "rms_norm output")?;
+    expect_len(rstd, rows, "rms_norm rstd (one per row)")?;
+    let p = params(gpu, c, rows, eps, false);
+    gpu.op(&RMS_NORM, &[T(x), T(weight), T(out), T(rstd), Uni(&p)], gpu.grid(rows as u32))
+}
+
+/// sum = x + residual; out = rmsnorm(sum) * weight; saves rstd (rows). `sum` is the residual
+/// stream's next value; it must be a buffer distinct from x and residual.
+#[allow(clippy::too_many_arguments)] // one tensor per binding, as the kernel declares them
+pub fn rms_norm_residual(
+    gpu: &Gpu,
+    x: &Tensor,
+    residual: &Tensor,
+    weight: &Tensor,
+    sum: &Tensor,
+    out: &Tensor,
+    rstd: &Tensor,
+    eps: f32,
+) -> Result<Op> {
+    let (c, rows) = shape(x, weight)?;
+    check_eps(eps)?;
+    expect_len(residual, x.len(), "rms_norm_residual residual")?;
+    expect_len(sum, x.len(), "rms_norm_residual sum")?;
+    expect_len(out, x.len(), "rms_norm_residual output")?;
+    expect_len(rstd, rows, "rms_norm_residual rstd (one per row)")?;
+    let p = params(gpu, c, rows, eps, false);
+    let args = [T(x), T(residual), T(weight), T(sum), T(out), T(rstd), Uni(&p)];
+    gpu.op(&RMS_NORM_RESIDUAL, &args, gpu.grid(rows as u32))
+}
+
+/// dx of rms_norm from dout, the forward input x and its saved rstd. With `accumulate`,
+/// dx += result (the residual stream's gradient already holds the skip path); else dx = result.
+pub fn rms_norm_backward(
+    gpu: &Gpu,
+    dout: &Tensor,
+    x: &Tensor,
+    weight: &Tensor,
+    rstd: &Tensor,
+    dx: &Tensor,
+    accumulate: bool,
+) -> Result<Op> {
+    let (c, rows) = shape(x, weight)?;
+    expect_len(dout, x.len(), "rms_norm_backward dout")?;
+    expect_len(rstd, rows, "rms_norm_backward rstd (one per row)")?;
+    expect_len(dx, x.len(), "rms_norm_backward dx")?;
+    let p = params(gpu, c, rows, 0.0, accumulate);
+    let args = [T(dout), T(x), T(weight), T(rstd), T(dx), Uni(&p)];
+    gpu.op(&RMS_NORM_BACKWARD, &args, gpu.grid(rows as u32))
+}
+
+/// dweight += Σ_rows dout·x·rstd (C), summed in a fixed order (deterministic).
+pub fn rms_norm_backward_weight(
+    gpu: &Gpu,
+    dout: &Tensor,
+    x: &Tensor,
+    rstd: &Tensor,
+    dweight: &Tensor,
+) -> Result<Op> {
+    let (c, rows) = shape(x, dweight)?;
+    expect_len(dout, x.len(), "rms_norm_backward_weight dout")?;
+    expect_len(rstd, rows, "rms_norm_backward_weight rstd (one per row)")?;
+    let p = params(gpu, c, rows, 0.0, true);
+    let groups = c.div_ceil(WEIGHT_COLS_PER_GROUP) as u32;
+    gpu.op(&RMS_NORM_BACKWARD_WEIGHT, &[T(dout), T(x), T(rstd), T(dweight), Uni(&p)], gpu.grid(groups))
+}
+
+// ---------------------------------------------------------------- f64 references
+
+pub mod reference {
+    /// (out, rstd) of RMSNorm over rows of `w.len()` channels.
+    pub fn rms_norm(x: &[f64], w: &[f64], eps: f64) -> (Vec<f64>, Vec<f64>) {
+        let c = w.len();
+        let mut out = vec![0.0; x.len()];
+        let mut rstd = Vec::with_capacity(x.len() / c);
+        for (row, xr) in x.chunks(c).enumerate() {
+            let r = 1.0 / (xr.iter().map(|v| v * v).sum::<f64>() / c as f64 + eps).sqrt();
+            rstd.push(r);
+            for i in 0..c {
+                out[row * c + i] = xr[i] * r * w[i];
+            }
+        }
+        (out, rstd)
+    }
+
+    /// (sum, out, rstd) of the fused residual add + RMSNorm.
+    pub fn rms_norm_residual(x: &[f64], residual: &[f64], w: &[f64], eps: f64) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+        let sum: Vec<f64> = x.iter().zip(residual).map(|(a, b)| a + b).collect();
+        let (out, rstd) = rms_norm(&sum, w, eps);
+        (sum, out, rstd)
+    }
+
+    /// dx of RMSNorm (not accumulated).
+    pub fn rms_norm_backward(dout: &[f64], x: &[f64], w: &[f64], rstd: &[f64]) -> Vec<f64> {
+        let c = w.len();
+        let mut dx = vec![0.0; x.len()];
+        for (row, &r) in rstd.iter().enumerate() {
+            let off = row * c;
+            let d: f64 = (0..c).map(|i| dout[off + i] * w[i] * x[off + i]).sum();
+            let k = d * r * r * r / c as f64;
+            for i in 0..c {
+                dx[off + i] = r * w[i] * dout[off + i] - k * x[off + i];
+            }
+        }
+        dx
+    }
+
+    /// dweight of RMSNorm (not accumulated): Σ_rows dout·x·rstd.
+    pub fn rms_norm_backward_weight(dout: &[f64], x: &[f64], rstd: &[f64], c: usize) -> Vec<f64> {
+        let mut dw = vec![0.0; c];
+        for (row, &r) in rstd.iter().enumerate() {
+            for i in 0..c {
+                dw[i] += dout[row * c + i] * x[row * c + i] * r;
+            }
+        }
+        dw
+    }
+}
