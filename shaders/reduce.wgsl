@@ -1,1 +1,101 @@
-// reduce.wgsl — (being written)
+// reduce.wgsl — deterministic sums. WGSL has no float atomics, so a total over N elements is a
+// fixed two-level tree: `sum_partial` (G workgroups, each owning one partial sum) followed by
+// `sum_final` (one workgroup over the G partials). The order of every addition depends only on
+// N and G, so the same input always gives the same bits. `column_sum` is the bias backward.
+
+// ---- level 1: partial sums (optionally of squares) ----
+struct PartialParams {
+    groups: u32,  // G, the workgroups owning a partial; the launched grid may be larger (2-D)
+    offset: u32,  // first slot written: several inputs can share one partials array
+    squares: u32, // 1: sum of x², 0: sum of x
+    _pad: u32,
+};
+
+@group(0) @binding(0) var<storage, read> sp_x: array<f32>;              // (N)
+@group(0) @binding(1) var<storage, read_write> sp_partials: array<f32>; // (P), P >= offset + G
+@group(0) @binding(2) var<uniform> sp_params: PartialParams;
+
+// Workgroup g sums the 256-element blocks g, g + G, g + 2G, ... (thread lid takes element lid of
+// each block, so loads stay contiguous), then reduces its 256 threads and writes partials[offset + g].
+@compute @workgroup_size(256)
+fn sum_partial(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>,
+               @builtin(num_workgroups) nwg: vec3<u32>) {
+    let g = row_index(wg, nwg);
+    if (g >= sp_params.groups) { return; } // whole workgroup: barriers stay uniform
+    let n = arrayLength(&sp_x);
+    let stride = sp_params.groups * ROW_WG;
+    let squares = sp_params.squares != 0u;
+    var acc = 0.0;
+    for (var i = g * ROW_WG + lid; i < n; i += stride) {
+        let v = sp_x[i];
+        acc += select(v, v * v, squares);
+    }
+    let total = row_sum(lid, acc);
+    if (lid == 0u) { sp_partials[sp_params.offset + g] = total; }
+}
+
+// ---- level 2: one workgroup sums partials[0..count] ----
+struct FinalParams {
+    count: u32,      // partials to sum
+    index: u32,      // element of `out` written
+    accumulate: u32, // 1: out[index] += result, 0: out[index] = result
+    scale: f32,      // 1/N for a mean, 1 for a total
+};
+
+@group(0) @binding(0) var<storage, read> sf_partials: array<f32>;  // (P), P >= count
+@group(0) @binding(1) var<storage, read_write> sf_out: array<f32>; // (M), M > index
+@group(0) @binding(2) var<uniform> sf_params: FinalParams;
+
+@compute @workgroup_size(256)
+fn sum_final(@builtin(local_invocation_index) lid: u32) {
+    var acc = 0.0;
+    for (var i = lid; i < sf_params.count; i += ROW_WG) {
+        acc += sf_partials[i];
+    }
+    let total = row_sum(lid, acc) * sf_params.scale;
+    if (lid == 0u) {
+        let i = sf_params.index;
+        // select, not `prev * flag`: a stale NaN/Inf in out must not leak into a fresh write.
+        sf_out[i] = select(total, sf_out[i] + total, sf_params.accumulate != 0u);
+    }
+}
+
+// ---- column sum (bias backward): db[c] (+)= Σ_r dy[r, c] ----
+struct ColumnParams {
+    rows: u32,
+    cols: u32,
+    accumulate: u32, // 1: db += Σ, 0: db = Σ
+    _pad: u32,
+};
+
+@group(0) @binding(0) var<storage, read> cs_dy: array<f32>;       // (rows, cols)
+@group(0) @binding(1) var<storage, read_write> cs_db: array<f32>; // (cols)
+@group(0) @binding(2) var<uniform> cs_params: ColumnParams;
+
+// A workgroup owns 64 adjacent columns; its 4 lanes of 64 threads sum every 4th row each (so a
+// warp reads 64 contiguous floats of one row), then lane 0 adds the 4 lane sums in fixed order.
+const COL_BLOCK: u32 = 64u;
+const ROW_LANES: u32 = 4u;
+
+@compute @workgroup_size(256)
+fn column_sum(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>,
+              @builtin(num_workgroups) nwg: vec3<u32>) {
+    let cols = cs_params.cols;
+    let block = row_index(wg, nwg);
+    if (block * COL_BLOCK >= cols) { return; } // whole workgroup: barriers stay uniform
+    let col = block * COL_BLOCK + lid % COL_BLOCK;
+    let lane = lid / COL_BLOCK;
+    var acc = 0.0;
+    if (col < cols) {
+        for (var r = lane; r < cs_params.rows; r += ROW_LANES) {
+            acc += cs_dy[r * cols + col];
+        }
+    }
+    row_red[lid] = acc;
+    workgroupBarrier();
+    if (lane == 0u && col < cols) {
+        let c = lid;
+        let total = (row_red[c] + row_red[c + COL_BLOCK]) + (row_red[c + 2u * COL_BLOCK] + row_red[c + 3u * COL_BLOCK]);
+        cs_db[col] = select(total, cs_db[col] + total, cs_params.accumulate != 0u);
+    }
+}
