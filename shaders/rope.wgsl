@@ -1,1 +1,53 @@
-// rope.wgsl — (being written)
+// rope.wgsl — rotary position embeddings (NeoX pairing: element i rotates with i + head_dim/2),
+// in place, and the backward (the inverse rotation, i.e. the transpose, applied to the gradient).
+//
+// Layout: `tokens` tokens, (B, T) flattened, each `token_stride` floats apart; the first `heads`
+// head vectors of head_dim floats of each token rotate and the rest is left alone. A plain
+// (B, T, H, hd) buffer has token_stride = H·hd; for a fused (B, T, 3C) qkv buffer,
+// token_stride = 3C and heads = 2H rotates q and k but not v.
+// Token t sits at position base_pos + t % seq_len; pair i turns by pos · theta^(-2i/head_dim).
+
+struct RopeParams {
+    head_dim: u32,
+    seq_len: u32,
+    heads: u32,        // head vectors rotated per token
+    token_stride: u32, // floats between consecutive tokens
+    base_pos: u32,     // position of each sequence's first token (KV-cache decoding)
+    tokens: u32,
+    theta: f32,
+    _pad: u32,
+};
+
+@group(0) @binding(0) var<storage, read_write> rope_data: array<f32>; // (tokens, token_stride)
+@group(0) @binding(1) var<uniform> rope_params: RopeParams;
+
+// One thread per (token, head vector, pair); `dir` = 1 rotates by +angle, -1 by -angle.
+fn rotate_pair(idx: u32, dir: f32) {
+    let p = rope_params;
+    let half = p.head_dim / 2u;
+    if (idx >= p.tokens * p.heads * half) { return; }
+    let i = idx % half;
+    let head = (idx / half) % p.heads;
+    let token = idx / (half * p.heads);
+    let pos = f32(p.base_pos + token % p.seq_len);
+    let angle = pos * pow(p.theta, -2.0 * f32(i) / f32(p.head_dim));
+    let c = cos(angle);
+    let s = dir * sin(angle);
+    let a = token * p.token_stride + head * p.head_dim + i;
+    let b = a + half;
+    let v1 = rope_data[a];
+    let v2 = rope_data[b];
+    rope_data[a] = v1 * c - v2 * s;
+    rope_data[b] = v1 * s + v2 * c;
+}
+
+@compute @workgroup_size(64)
+fn rope(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    rotate_pair(linear_index(gid, nwg), 1.0);
+}
+
+// The rotation is orthogonal, so its transpose (the backward) is the rotation by -angle.
+@compute @workgroup_size(64)
+fn rope_backward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    rotate_pair(linear_index(gid, nwg), -1.0);
+}
