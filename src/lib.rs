@@ -1,12 +1,14 @@
 //! Kiln: train tiny neural networks live on the GPU, natively and in the browser.
 //! See ARCHITECTURE.md for the data flow and how to add a kernel.
 
+pub mod config;
 pub mod data;
 pub mod error;
 pub mod gpu;
 pub mod kernels;
 pub mod model;
 pub mod optim;
+pub mod presets;
 pub mod rng;
 pub mod tensor;
 pub mod train;

@@ -1,57 +1,24 @@
-//! `Session`: one training run. It validates a config, builds the model, the data and the
-//! optimizer once, then each `step` is a batch upload, a few uniform writes, and one encoder
-//! with one compute pass (plus two tiny copies of loss and gradient norm into the metrics
-//! ring). Metrics are read back asynchronously, many steps at a time.
+//! `Session`: one training run. It validates a config, builds the data, the model's `Net` and
+//! the optimizer once; then each step is a batch upload, a few uniform writes, and one encoder
+//! with one compute pass per micro-batch (plus two 4-byte copies of loss and gradient norm into
+//! the metrics ring). Metrics are read back asynchronously, many steps at a time.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use crate::data::points::{generate, PointTask, Points};
+use crate::config::SessionConfig;
+use crate::data::batches::{Batch, Batches};
 use crate::error::{ensure, KilnError, Result};
 use crate::gpu::{Gpu, Op};
+use crate::kernels::embedding::check_tokens;
 use crate::kernels::loss::{check_targets, cross_entropy, mse_loss, mse_loss_backward};
-use crate::model::mlp::{MlpConfig, MlpPass};
 use crate::model::params::ParamStore;
-use crate::optim::{OptimConfig, Optimizer};
+use crate::model::{ModelConfig, Net};
+use crate::optim::Optimizer;
 use crate::rng::Rng;
 use crate::tensor::Tensor;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PointData {
-    pub task: PointTask,
-    pub points: usize,
-    pub noise: f64,
-    pub validation_fraction: f64,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SessionConfig {
-    pub mlp: MlpConfig,
-    pub data: PointData,
-    pub batch: usize,
-    pub optimizer: OptimConfig,
-    pub seed: u64,
-}
-
-pub const MAX_BATCH: usize = 65_536;
 /// Steps of metrics the GPU ring holds between two readbacks.
 pub const METRIC_SLOTS: usize = 1024;
-
-impl SessionConfig {
-    pub fn validate(&self) -> Result<()> {
-        self.mlp.validate()?;
-        self.optimizer.validate()?;
-        ensure((1..=MAX_BATCH).contains(&self.batch), "batch", || format!("must be 1..={MAX_BATCH}, got {}", self.batch))?;
-        let task = self.data.task;
-        ensure(self.mlp.input_dim == task.input_dim(), "mlp.input_dim", || format!("{task:?} has {}-D inputs, got {}", task.input_dim(), self.mlp.input_dim))?;
-        let outputs = if task.is_regression() { 1 } else { 2 };
-        ensure(self.mlp.output_dim == outputs, "mlp.output_dim", || format!("{task:?} needs {outputs} outputs, got {}", self.mlp.output_dim))?;
-        let f = self.data.validation_fraction;
-        ensure((0.05..=0.5).contains(&f), "data.validation_fraction", || format!("must be in [0.05, 0.5], got {f}"))?;
-        Ok(())
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct StepMetrics {
@@ -63,7 +30,7 @@ pub struct StepMetrics {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Evaluation {
     pub loss: f64,
-    /// Fraction of correct classes; None for regression.
+    /// Fraction of correct classes or next tokens; None for regression.
     pub accuracy: Option<f64>,
 }
 
@@ -71,17 +38,16 @@ pub struct Session {
     pub gpu: Gpu,
     pub cfg: SessionConfig,
     pub params: ParamStore,
-    train: MlpPass,
+    pub data: Batches,
+    net: Net,
     loss_ops: Vec<Op>,
     optimizer: Optimizer,
-    /// (B) class ids or (B, 1) regression targets for the current batch
+    /// (rows) labels / next tokens, or (rows, 1) regression targets, of the current batch
     targets: Tensor,
     /// (1) mean loss of the current batch
     loss: Tensor,
-    /// (METRIC_SLOTS, 2) [loss, grad norm²] per step, indexed by step % METRIC_SLOTS
+    /// (METRIC_SLOTS, 2) [loss, grad norm²] per step, at slot step % METRIC_SLOTS
     metrics: Tensor,
-    train_set: Points,
-    val_set: Points,
     rng: Rng,
     step: u64,
     read_up_to: u64,
@@ -90,33 +56,33 @@ pub struct Session {
 impl Session {
     pub async fn new(cfg: SessionConfig) -> Result<Session> {
         cfg.validate()?;
-        let gpu = Gpu::new().await?;
-        Session::with_gpu(gpu, cfg)
+        Session::with_gpu(Gpu::new().await?, cfg)
     }
 
     pub fn with_gpu(gpu: Gpu, cfg: SessionConfig) -> Result<Session> {
         cfg.validate()?;
-        let all = generate(cfg.data.task, cfg.data.points, cfg.data.noise, cfg.seed)?;
-        let (train_set, val_set) = all.split(cfg.data.validation_fraction, cfg.seed ^ 1);
-        let params = ParamStore::new(&gpu, cfg.mlp.param_specs(), cfg.seed)?;
-        let train = MlpPass::new(&gpu, &cfg.mlp, &params, cfg.batch, true)?;
+        let data = Batches::new(&cfg.data, cfg.model.rows_per_example(), cfg.seed)?;
+        check_fits(&gpu, &cfg, &data)?;
+        let params = ParamStore::new(&gpu, cfg.model.param_specs(), cfg.seed)?;
+        let net = cfg.model.build(&gpu, &params, cfg.batch, true)?;
+        let rows = cfg.batch * cfg.model.rows_per_example();
         let loss = gpu.tensor("loss", &[1])?;
-        let regression = cfg.data.task.is_regression();
-        let (targets, loss_ops) = if regression {
-            let targets = gpu.tensor("targets", &[cfg.batch, 1])?;
+        let (targets, loss_ops) = if data.points(false).is_some_and(|p| p.labels.is_empty()) {
+            let targets = gpu.tensor("targets", &[rows, 1])?;
             let dloss = gpu.tensor_from("dloss", &[1], &[1.0f32])?;
-            let mut ops = mse_loss(&gpu, &train.output, &targets, &loss)?;
-            ops.push(mse_loss_backward(&gpu, &train.output, &targets, &dloss, &train.d_output)?);
+            let mut ops = mse_loss(&gpu, &net.output, &targets, &loss)?;
+            ops.push(mse_loss_backward(&gpu, &net.output, &targets, &dloss, &net.d_output)?);
             (targets, ops)
         } else {
-            let targets = gpu.tensor("targets", &[cfg.batch])?;
-            let row_loss = gpu.tensor("row loss", &[cfg.batch])?;
-            (targets.clone(), cross_entropy(&gpu, &train.output, &targets, &row_loss, &loss, &train.d_output)?)
+            let targets = gpu.tensor("targets", &[rows])?;
+            let row_loss = gpu.tensor("row loss", &[rows])?;
+            let ops = cross_entropy(&gpu, &net.output, &targets, &row_loss, &loss, &net.d_output)?;
+            (targets, ops)
         };
         let optimizer = Optimizer::new(&gpu, &params, cfg.optimizer.clone())?;
         let metrics = gpu.tensor("metrics ring", &[METRIC_SLOTS, 2])?;
         let rng = Rng::new(cfg.seed ^ 2);
-        Ok(Session { gpu, cfg, params, train, loss_ops, optimizer, targets, loss, metrics, train_set, val_set, rng, step: 0, read_up_to: 0 })
+        Ok(Session { gpu, cfg, params, data, net, loss_ops, optimizer, targets, loss, metrics, rng, step: 0, read_up_to: 0 })
     }
 
     pub fn step_count(&self) -> u64 {
@@ -125,7 +91,7 @@ impl Session {
 
     /// Dispatches per optimizer step (all micro-batches).
     pub fn dispatches_per_step(&self) -> usize {
-        let micro = self.train.forward.len() + self.loss_ops.len() + self.train.backward.len();
+        let micro = self.net.forward.len() + self.loss_ops.len() + self.net.backward.len();
         micro * self.cfg.optimizer.accumulation as usize + self.optimizer.ops().len()
     }
 
@@ -142,7 +108,8 @@ impl Session {
         self.optimizer.prepare(&self.gpu, t)?;
         let micro_batches = self.cfg.optimizer.accumulation;
         for micro in 0..micro_batches {
-            self.upload_batch()?;
+            let batch = self.data.sample(&mut self.rng, self.cfg.batch, false);
+            self.upload(&batch)?;
             let last = micro + 1 == micro_batches;
             let mut encoder = self.gpu.device.create_command_encoder(&Default::default());
             if micro == 0 {
@@ -150,21 +117,18 @@ impl Session {
             }
             {
                 let mut pass = encoder.begin_compute_pass(&Default::default());
-                let ops = self.train.forward.iter().chain(&self.loss_ops).chain(&self.train.backward);
-                for op in ops {
+                let ops = self.net.forward.iter().chain(&self.loss_ops).chain(&self.net.backward);
+                let update = if last { self.optimizer.ops() } else { vec![] };
+                for op in ops.chain(update) {
                     op.encode(&mut pass);
-                }
-                if last {
-                    for op in self.optimizer.ops() {
-                        op.encode(&mut pass);
-                    }
                 }
             }
             if last {
                 let slot = (t as usize % METRIC_SLOTS) as u64 * 8;
-                encoder.copy_buffer_to_buffer(self.loss.buffer(), self.loss.offset(), self.metrics.buffer(), slot, 4);
+                let ring = self.metrics.buffer();
+                encoder.copy_buffer_to_buffer(self.loss.buffer(), self.loss.offset(), ring, slot, 4);
                 let norm = &self.optimizer.norm_sq;
-                encoder.copy_buffer_to_buffer(norm.buffer(), norm.offset(), self.metrics.buffer(), slot + 4, 4);
+                encoder.copy_buffer_to_buffer(norm.buffer(), norm.offset(), ring, slot + 4, 4);
             }
             self.gpu.queue.submit([encoder.finish()]);
         }
@@ -172,28 +136,23 @@ impl Session {
         self.gpu.check_errors()
     }
 
-    fn upload_batch(&mut self) -> Result<()> {
-        let b = self.cfg.batch;
-        let d = self.train_set.input_dim;
-        let n = self.train_set.len();
-        let mut inputs = Vec::with_capacity(b * d);
-        let mut labels = Vec::with_capacity(b);
-        let mut values = Vec::with_capacity(b);
-        for _ in 0..b {
-            let i = self.rng.below(n);
-            inputs.extend_from_slice(&self.train_set.inputs[i * d..(i + 1) * d]);
-            if self.cfg.data.task.is_regression() {
-                values.push(self.train_set.targets[i]);
-            } else {
-                labels.push(self.train_set.labels[i]);
+    fn upload(&self, batch: &Batch) -> Result<()> {
+        let outputs = self.cfg.model.outputs();
+        match batch {
+            Batch::Classes(x, labels) => {
+                check_targets(labels, outputs)?;
+                self.gpu.write(&self.net.input, x)?;
+                self.gpu.write(&self.targets, labels)
             }
-        }
-        self.gpu.write(&self.train.input, &inputs)?;
-        if self.cfg.data.task.is_regression() {
-            self.gpu.write(&self.targets, &values)
-        } else {
-            check_targets(&labels, self.cfg.mlp.output_dim)?;
-            self.gpu.write(&self.targets, &labels)
+            Batch::Values(x, y) => {
+                self.gpu.write(&self.net.input, x)?;
+                self.gpu.write(&self.targets, y)
+            }
+            Batch::Tokens(x, y) => {
+                check_tokens(x, outputs)?;
+                self.gpu.write(&self.net.input, x)?;
+                self.gpu.write(&self.targets, y)
+            }
         }
     }
 
@@ -211,45 +170,73 @@ impl Session {
         Ok(out)
     }
 
-    /// Model outputs for `inputs` (N, input_dim), computed in chunks of the training batch.
-    pub async fn predict(&self, inputs: &[f32]) -> Result<Vec<f32>> {
-        let d = self.cfg.mlp.input_dim;
-        ensure(inputs.len() % d == 0, "inputs", || format!("length {} is not a multiple of input_dim {d}", inputs.len()))?;
-        let n = inputs.len() / d;
-        let pass = MlpPass::new(&self.gpu, &self.cfg.mlp, &self.params, n.max(1), false)?;
-        self.gpu.write(&pass.input, inputs)?;
-        let ops: Vec<&Op> = pass.forward.iter().collect();
+    /// Model outputs (rows, outputs) for a batch of `examples` inputs: (examples, input_dim) f32
+    /// points for an MLP, (examples·context) u32 tokens for a Llama.
+    pub async fn predict<T: bytemuck::Pod>(&self, examples: usize, inputs: &[T]) -> Result<Vec<f32>> {
+        ensure(examples >= 1, "inputs", || "at least one example is needed".into())?;
+        let net = self.cfg.model.build(&self.gpu, &self.params, examples, false)?;
+        self.gpu.write(&net.input, inputs)?;
+        let ops: Vec<&Op> = net.forward.iter().collect();
         self.gpu.run(&ops)?;
-        self.gpu.read_f32(&pass.output).await
+        self.gpu.read_f32(&net.output).await
     }
 
-    /// Loss (and accuracy for classification) on the validation or training split.
+    /// Loss and accuracy (none for regression) on the validation or training split: every point
+    /// of a point set, or `batches` seeded batches of text windows.
     pub async fn evaluate(&self, validation: bool) -> Result<Evaluation> {
-        let set = if validation { &self.val_set } else { &self.train_set };
-        if set.is_empty() {
-            return Err(KilnError::invalid("data", "the split is empty"));
+        let outputs = self.cfg.model.outputs();
+        match self.data.points(validation) {
+            Some(set) => {
+                ensure(!set.is_empty(), "data", || "the split is empty".into())?;
+                let out = self.predict(set.len(), &set.inputs).await?;
+                Ok(if set.labels.is_empty() { mse(&out, &set.targets) } else { classify(&out, &set.labels, outputs) })
+            }
+            None => {
+                let mut rng = Rng::new(0xE7A1 ^ u64::from(validation));
+                let Batch::Tokens(x, y) = self.data.sample(&mut rng, self.cfg.batch, validation) else {
+                    return Err(KilnError::invalid("data", "text data expected"));
+                };
+                let out = self.predict(self.cfg.batch, &x).await?;
+                Ok(classify(&out, &y, outputs))
+            }
         }
-        let out = self.predict(&set.inputs).await?;
-        Ok(evaluate_outputs(set, &out, self.cfg.mlp.output_dim))
+    }
+
+    pub fn model(&self) -> &ModelConfig {
+        &self.cfg.model
     }
 }
 
-/// Mean cross-entropy and accuracy, or mean squared error, in f64 on the CPU.
-fn evaluate_outputs(set: &Points, out: &[f32], classes: usize) -> Evaluation {
-    let n = set.len();
-    if set.labels.is_empty() {
-        let mse = (0..n).map(|i| (out[i] as f64 - set.targets[i] as f64).powi(2)).sum::<f64>() / n as f64;
-        return Evaluation { loss: mse, accuracy: None };
+/// Refuses a Llama whose vocabulary is smaller than the text's, or whose buffers would not fit.
+fn check_fits(gpu: &Gpu, cfg: &SessionConfig, data: &Batches) -> Result<()> {
+    if let (ModelConfig::Llama(l), Some(corpus)) = (&cfg.model, data.corpus()) {
+        ensure(l.vocab >= corpus.vocab(), "model.llama.vocab", || {
+            format!("the text has {} distinct characters; vocab must be at least that, got {}", corpus.vocab(), l.vocab)
+        })?;
+        let need = l.memory_bytes(cfg.batch);
+        let budget = gpu.limits().max_buffer_size.saturating_mul(4);
+        ensure(need <= budget, "batch", || format!("the model needs about {} MiB; this device allows about {} MiB: lower batch, context or d_model", need >> 20, budget >> 20))?;
     }
+    Ok(())
+}
+
+fn mse(out: &[f32], targets: &[f32]) -> Evaluation {
+    let n = targets.len().max(1);
+    let loss = out.iter().zip(targets).map(|(&o, &t)| (o as f64 - t as f64).powi(2)).sum::<f64>() / n as f64;
+    Evaluation { loss, accuracy: None }
+}
+
+/// Mean cross-entropy and accuracy of rows of logits, in f64.
+fn classify(out: &[f32], labels: &[u32], classes: usize) -> Evaluation {
     let (mut loss, mut correct) = (0.0, 0usize);
-    for i in 0..n {
+    for (i, &label) in labels.iter().enumerate() {
         let row: Vec<f64> = out[i * classes..(i + 1) * classes].iter().map(|&x| x as f64).collect();
         let max = row.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
         let lse = max + row.iter().map(|x| (x - max).exp()).sum::<f64>().ln();
-        let label = set.labels[i] as usize;
-        loss += lse - row[label];
+        loss += lse - row[label as usize];
         let argmax = (0..classes).max_by(|&a, &b| row[a].total_cmp(&row[b])).unwrap_or(0);
-        correct += usize::from(argmax == label);
+        correct += usize::from(argmax == label as usize);
     }
-    Evaluation { loss: loss / n as f64, accuracy: Some(correct as f64 / n as f64) }
+    let n = labels.len().max(1) as f64;
+    Evaluation { loss: loss / n, accuracy: Some(correct as f64 / n) }
 }

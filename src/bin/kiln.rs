@@ -1,26 +1,98 @@
-//! `kiln`: the native command line. `kiln info` shows the GPU Kiln would train on.
+//! `kiln`: the native command line.
+//!   kiln info                      the GPU adapter Kiln trains on
+//!   kiln presets                   the presets `train` accepts
+//!   kiln train <preset> [--steps N] [--seed S]
+
+#[cfg(not(target_arch = "wasm32"))]
+mod cli {
+    use std::process::ExitCode;
+    use std::time::Instant;
+
+    use indicatif::{ProgressBar, ProgressStyle};
+    use kiln::presets::{preset, PRESETS};
+    use kiln::train::Session;
+    use kiln::{Gpu, KilnError, Result};
+
+    pub fn main() -> ExitCode {
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        let result = match args.first().map(String::as_str) {
+            Some("info") => pollster::block_on(info()),
+            Some("presets") => {
+                PRESETS.iter().for_each(|(name, what)| println!("{name:16} {what}"));
+                Ok(())
+            }
+            Some("train") => pollster::block_on(train(&args[1..])),
+            _ => {
+                eprintln!("usage: kiln info | kiln presets | kiln train <preset> [--steps N] [--seed S]");
+                return ExitCode::from(2);
+            }
+        };
+        match result {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
+        }
+    }
+
+    async fn info() -> Result<()> {
+        let s = Gpu::new().await?.summary();
+        println!("adapter: {}\nbackend: {}\ndriver:  {}", s.name, s.backend, s.driver);
+        println!("max storage binding: {} MiB", s.max_storage_binding_bytes >> 20);
+        Ok(())
+    }
+
+    fn flag(args: &[String], name: &str, default: u64) -> Result<u64> {
+        match args.iter().position(|a| a == name) {
+            None => Ok(default),
+            Some(i) => args
+                .get(i + 1)
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(|| KilnError::invalid(name, "expects a whole number")),
+        }
+    }
+
+    async fn train(args: &[String]) -> Result<()> {
+        let name = args.first().ok_or_else(|| KilnError::invalid("preset", "name one: see `kiln presets`"))?;
+        let mut cfg = preset(name).ok_or_else(|| KilnError::invalid("preset", format!("unknown preset `{name}`; see `kiln presets`")))?;
+        let steps = flag(args, "--steps", 2000)?;
+        cfg.seed = flag(args, "--seed", cfg.seed)?;
+        let gpu = Gpu::new().await?;
+        println!("training {name} on {} ({})", gpu.summary().name, gpu.summary().backend);
+        let mut session = Session::with_gpu(gpu, cfg)?;
+        println!("{} parameters, {} dispatches per step", session.params.count(), session.dispatches_per_step());
+        let bar = ProgressBar::new(steps);
+        bar.set_style(
+            ProgressStyle::with_template("{bar:30} {pos}/{len} steps  {msg}  ETA {eta}")
+                .map_err(|e| KilnError::Gpu(e.to_string()))?,
+        );
+        let start = Instant::now();
+        let mut last_loss = f32::NAN;
+        let chunk = 100;
+        while session.step_count() < steps {
+            let n = chunk.min(steps - session.step_count());
+            session.train(n)?;
+            if let Some(m) = session.read_metrics().await?.last() {
+                last_loss = m.loss;
+            }
+            let rate = session.step_count() as f64 / start.elapsed().as_secs_f64();
+            bar.set_position(session.step_count());
+            bar.set_message(format!("loss {last_loss:.4}  {rate:.0} steps/s"));
+        }
+        bar.finish();
+        let eval = session.evaluate(true).await?;
+        match eval.accuracy {
+            Some(acc) => println!("validation: loss {:.4}, accuracy {:.1}%", eval.loss, acc * 100.0),
+            None => println!("validation: mse {:.5}", eval.loss),
+        }
+        Ok(())
+    }
+}
 
 #[cfg(not(target_arch = "wasm32"))]
 fn main() -> std::process::ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.first().map(String::as_str) {
-        Some("info") => match pollster::block_on(kiln::Gpu::new()) {
-            Ok(gpu) => {
-                let s = gpu.summary();
-                println!("adapter: {}\nbackend: {}\ndriver:  {}", s.name, s.backend, s.driver);
-                println!("max storage binding: {} MiB", s.max_storage_binding_bytes >> 20);
-                std::process::ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("error: {e}");
-                std::process::ExitCode::FAILURE
-            }
-        },
-        _ => {
-            eprintln!("usage: kiln info    show the GPU adapter Kiln uses");
-            std::process::ExitCode::from(2)
-        }
-    }
+    cli::main()
 }
 
 #[cfg(target_arch = "wasm32")]

@@ -13,6 +13,7 @@ use crate::kernels::elementwise::{activation, activation_backward, binary, Activ
 use crate::kernels::matmul::{matmul, MatmulDesc};
 use crate::kernels::reduce::column_sum;
 use crate::model::params::{Init, ParamSpec, ParamStore};
+use crate::model::Net;
 use crate::tensor::Tensor;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -66,22 +67,10 @@ struct LayerActs {
     h: Option<Tensor>,
 }
 
-/// Forward (and optionally backward) dispatches of an MLP for a fixed batch size.
-pub struct MlpPass {
-    /// (B, input_dim) the batch's inputs, written before each step
-    pub input: Tensor,
-    /// (B, output_dim) logits or predictions
-    pub output: Tensor,
-    /// (B, output_dim) gradient of the loss w.r.t. the output, written by the loss kernel
-    pub d_output: Tensor,
-    pub forward: Vec<Op>,
-    pub backward: Vec<Op>,
-    pub batch: usize,
-}
-
-impl MlpPass {
-    /// Builds the forward dispatches, and the backward ones when `train`.
-    pub fn new(gpu: &Gpu, cfg: &MlpConfig, params: &ParamStore, batch: usize, train: bool) -> Result<MlpPass> {
+impl MlpConfig {
+    /// The forward dispatches for `batch` rows, and the backward ones when `train`.
+    pub fn build(&self, gpu: &Gpu, params: &ParamStore, batch: usize, train: bool) -> Result<Net> {
+        let cfg = self;
         let dims = cfg.layer_dims();
         let input = gpu.tensor("mlp input", &[batch, cfg.input_dim])?;
         let mut acts: Vec<LayerActs> = vec![];
@@ -105,7 +94,7 @@ impl MlpPass {
         let output = acts.last().expect("at least one layer").z.clone();
         let d_output = gpu.tensor("mlp d_output", &[batch, cfg.output_dim])?;
         let backward = if train { backward_ops(gpu, cfg, params, &input, &acts, &d_output, batch)? } else { vec![] };
-        Ok(MlpPass { input, output, d_output, forward, backward, batch })
+        Ok(Net { input, output, d_output, forward, backward })
     }
 }
 

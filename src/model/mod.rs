@@ -1,5 +1,72 @@
 //! Models: fixed families with explicit forward and backward made of kernel calls, over
-//! parameters kept in one flat `ParamStore`.
+//! parameters kept in one flat `ParamStore`. Each family's config builds a `Net`: the
+//! dispatches of one pass for a fixed batch, which a session replays every step.
 
+pub mod llama;
+pub mod llama_pass;
 pub mod mlp;
 pub mod params;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::gpu::{Gpu, Op};
+use crate::tensor::Tensor;
+
+/// One model's dispatches for a fixed batch.
+pub struct Net {
+    /// The batch's inputs: (B, input_dim) f32 for an MLP, (B·T) u32 tokens for a Llama
+    pub input: Tensor,
+    /// (rows, outputs): logits or regression predictions
+    pub output: Tensor,
+    /// (rows, outputs): d loss / d output, written by the loss kernels
+    pub d_output: Tensor,
+    pub forward: Vec<Op>,
+    pub backward: Vec<Op>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ModelConfig {
+    Mlp(mlp::MlpConfig),
+    Llama(llama::LlamaConfig),
+}
+
+impl ModelConfig {
+    pub fn validate(&self) -> Result<()> {
+        match self {
+            ModelConfig::Mlp(m) => m.validate(),
+            ModelConfig::Llama(l) => l.validate(),
+        }
+    }
+
+    pub fn param_specs(&self) -> Vec<params::ParamSpec> {
+        match self {
+            ModelConfig::Mlp(m) => m.param_specs(),
+            ModelConfig::Llama(l) => l.param_specs(),
+        }
+    }
+
+    /// Rows of output per input row: 1 for an MLP, the context length for a Llama.
+    pub fn rows_per_example(&self) -> usize {
+        match self {
+            ModelConfig::Mlp(_) => 1,
+            ModelConfig::Llama(l) => l.context,
+        }
+    }
+
+    /// Width of one output row: classes, regression outputs or vocabulary.
+    pub fn outputs(&self) -> usize {
+        match self {
+            ModelConfig::Mlp(m) => m.output_dim,
+            ModelConfig::Llama(l) => l.vocab,
+        }
+    }
+
+    pub fn build(&self, gpu: &Gpu, p: &params::ParamStore, batch: usize, train: bool) -> Result<Net> {
+        match self {
+            ModelConfig::Mlp(m) => m.build(gpu, p, batch, train),
+            ModelConfig::Llama(l) => l.build(gpu, p, batch, train),
+        }
+    }
+}

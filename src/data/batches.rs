@@ -1,0 +1,76 @@
+//! `Batches`: a run's training and validation data and the seeded sampler that cuts it into
+//! batches: points for an MLP, windows of tokens for a Llama.
+
+use crate::config::DataConfig;
+use crate::data::points::{from_csv, generate, Points};
+use crate::data::text::{TextCorpus, GENESIS};
+use crate::error::Result;
+use crate::rng::Rng;
+
+pub enum Batches {
+    Points { train: Points, val: Points },
+    Text { corpus: TextCorpus, context: usize },
+}
+
+/// One batch, ready to upload.
+pub enum Batch {
+    /// inputs (B, d) and class labels (B)
+    Classes(Vec<f32>, Vec<u32>),
+    /// inputs (B, d) and regression targets (B)
+    Values(Vec<f32>, Vec<f32>),
+    /// tokens (B·T) and next tokens (B·T)
+    Tokens(Vec<u32>, Vec<u32>),
+}
+
+impl Batches {
+    pub fn new(cfg: &DataConfig, context: usize, seed: u64) -> Result<Batches> {
+        Ok(match cfg {
+            DataConfig::Points(d) => {
+                let all = match &d.csv {
+                    Some(csv) => from_csv(csv, d.task.is_regression())?,
+                    None => generate(d.task, d.points, d.noise, seed)?,
+                };
+                let (train, val) = all.split(d.validation_fraction, seed ^ 1);
+                Batches::Points { train, val }
+            }
+            DataConfig::Text(t) => Batches::Text {
+                corpus: TextCorpus::new(t.text.as_deref().unwrap_or(GENESIS), t.validation_fraction)?,
+                context,
+            },
+        })
+    }
+
+    pub fn sample(&self, rng: &mut Rng, batch: usize, validation: bool) -> Batch {
+        match self {
+            Batches::Points { train, val } => {
+                let set = if validation { val } else { train };
+                let d = set.input_dim;
+                let picks: Vec<usize> = (0..batch).map(|_| rng.below(set.len())).collect();
+                let inputs = picks.iter().flat_map(|&i| set.inputs[i * d..(i + 1) * d].iter().copied()).collect();
+                if set.labels.is_empty() {
+                    Batch::Values(inputs, picks.iter().map(|&i| set.targets[i]).collect())
+                } else {
+                    Batch::Classes(inputs, picks.iter().map(|&i| set.labels[i]).collect())
+                }
+            }
+            Batches::Text { corpus, context } => {
+                let (x, y) = corpus.batch(rng, batch, *context, validation);
+                Batch::Tokens(x, y)
+            }
+        }
+    }
+
+    pub fn corpus(&self) -> Option<&TextCorpus> {
+        match self {
+            Batches::Text { corpus, .. } => Some(corpus),
+            Batches::Points { .. } => None,
+        }
+    }
+
+    pub fn points(&self, validation: bool) -> Option<&Points> {
+        match self {
+            Batches::Points { train, val } => Some(if validation { val } else { train }),
+            Batches::Text { .. } => None,
+        }
+    }
+}

@@ -1,0 +1,99 @@
+//! A tiny Llama: token embedding; N blocks of RMSNorm → causal multi-head attention with RoPE
+//! → residual → RMSNorm → SwiGLU MLP (fused SiLU gate) → residual; final RMSNorm; LM head.
+//! Written llm.c style (see `llama_pass.rs` for the dispatches); this file holds the config,
+//! its validation and the parameter table.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{ensure, Result};
+use crate::kernels::attention::MAX_HEAD_DIM;
+use crate::model::params::{Init, ParamSpec};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LlamaConfig {
+    pub vocab: usize,
+    pub d_model: usize,
+    pub heads: usize,
+    pub layers: usize,
+    /// Tokens per sequence (the attention window).
+    pub context: usize,
+    /// Width of the SwiGLU hidden layer.
+    pub hidden: usize,
+    #[serde(default = "default_theta")]
+    pub rope_theta: f32,
+    #[serde(default = "default_eps")]
+    pub norm_eps: f32,
+}
+
+fn default_theta() -> f32 {
+    10_000.0
+}
+fn default_eps() -> f32 {
+    1e-5
+}
+
+pub const MAX_CONTEXT: usize = 1024;
+pub const MAX_D_MODEL: usize = 4096;
+pub const MAX_LAYERS: usize = 48;
+pub const MAX_VOCAB: usize = 65_536;
+
+impl LlamaConfig {
+    pub fn validate(&self) -> Result<()> {
+        let within = |v: usize, lo: usize, hi: usize, field: &str| {
+            ensure((lo..=hi).contains(&v), field, || format!("must be {lo}..={hi}, got {v}"))
+        };
+        within(self.vocab, 2, MAX_VOCAB, "llama.vocab")?;
+        within(self.d_model, 2, MAX_D_MODEL, "llama.d_model")?;
+        within(self.heads, 1, self.d_model, "llama.heads")?;
+        within(self.layers, 1, MAX_LAYERS, "llama.layers")?;
+        within(self.context, 1, MAX_CONTEXT, "llama.context")?;
+        within(self.hidden, 1, 4 * MAX_D_MODEL, "llama.hidden")?;
+        ensure(self.d_model % self.heads == 0, "llama.heads", || {
+            format!("must divide d_model ({}) evenly, got {}", self.d_model, self.heads)
+        })?;
+        let hd = self.head_dim();
+        ensure(hd % 2 == 0 && hd <= MAX_HEAD_DIM, "llama.heads", || {
+            format!("d_model/heads = {hd} must be even and at most {MAX_HEAD_DIM} (RoPE rotates pairs)")
+        })?;
+        ensure(self.rope_theta.is_finite() && self.rope_theta > 1.0, "llama.rope_theta", || format!("must be > 1, got {}", self.rope_theta))?;
+        ensure(self.norm_eps.is_finite() && self.norm_eps > 0.0, "llama.norm_eps", || format!("must be > 0, got {}", self.norm_eps))
+    }
+
+    pub fn head_dim(&self) -> usize {
+        self.d_model / self.heads.max(1)
+    }
+
+    pub fn param_specs(&self) -> Vec<ParamSpec> {
+        let (c, f, v) = (self.d_model, self.hidden, self.vocab);
+        let std = 0.02;
+        // Residual projections start smaller so the stream's variance does not grow with depth.
+        let resid_std = std / (2.0 * self.layers as f32).sqrt();
+        let linear = |name: String, shape: Vec<usize>, s: f32| ParamSpec { name, shape, init: Init::Normal(s), decay: true };
+        let norm = |name: String| ParamSpec { name, shape: vec![c], init: Init::Constant(1.0), decay: false };
+        let mut specs = vec![linear("wte".into(), vec![v, c], std)];
+        for l in 0..self.layers {
+            specs.push(norm(format!("blocks.{l}.attn_norm")));
+            specs.push(linear(format!("blocks.{l}.qkv"), vec![3 * c, c], std));
+            specs.push(linear(format!("blocks.{l}.proj"), vec![c, c], resid_std));
+            specs.push(norm(format!("blocks.{l}.mlp_norm")));
+            specs.push(linear(format!("blocks.{l}.up"), vec![f, c], std));
+            specs.push(linear(format!("blocks.{l}.gate"), vec![f, c], std));
+            specs.push(linear(format!("blocks.{l}.down"), vec![c, f], resid_std));
+        }
+        specs.push(norm("final_norm".into()));
+        specs.push(linear("lm_head".into(), vec![v, c], std));
+        specs
+    }
+
+    /// Bytes of parameters, gradients, AdamW state and activations for `batch` sequences: the
+    /// estimate checked against the device before anything is allocated.
+    pub fn memory_bytes(&self, batch: usize) -> u64 {
+        let params: usize = self.param_specs().iter().map(|s| s.shape.iter().product::<usize>()).sum();
+        let n = batch * self.context;
+        let (c, f) = (self.d_model, self.hidden);
+        let per_block = n * (c * 9 + f * 3) + 2 * n * self.heads;
+        let acts = n * (c * 4 + self.vocab * 2) + self.layers * per_block + n * (3 * c + 3 * f);
+        4 * (4 * params + acts) as u64
+    }
+}

@@ -1,0 +1,61 @@
+//! Named, ready-to-train configurations: what the page's preset menu and `kiln train <preset>`
+//! offer. Every preset passes `SessionConfig::validate` (a test checks them all).
+
+use crate::config::{DataConfig, PointData, SessionConfig, TextData};
+use crate::data::PointTask;
+use crate::kernels::elementwise::Activation;
+use crate::model::llama::LlamaConfig;
+use crate::model::mlp::MlpConfig;
+use crate::model::ModelConfig;
+use crate::optim::{OptimConfig, Schedule};
+
+/// (name, description)
+pub const PRESETS: &[(&str, &str)] = &[
+    ("mlp-spiral", "2→16→16→2 ReLU MLP on two interleaved spirals, batch 512, AdamW"),
+    ("mlp-circles", "2→8→2 tanh MLP on a ring around a disc"),
+    ("mlp-xor", "2→8→8→2 ReLU MLP on the four XOR quadrants"),
+    ("mlp-gaussians", "2→4→2 tanh MLP on two overlapping gaussian blobs"),
+    ("mlp-sine", "1→32→32→1 tanh MLP regressing a sine wave with MSE"),
+    ("mlp-piecewise", "1→32→32→1 ReLU MLP regressing a step-ramp-flat function with MSE"),
+    ("llama-tiny", "char-level Llama: d_model 64, 2 layers, 4 heads, context 64, on Genesis (KJV)"),
+    ("llama-small", "char-level Llama: d_model 256, 4 layers, 8 heads, SwiGLU 1024, context 128, batch 32"),
+];
+
+pub fn preset(name: &str) -> Option<SessionConfig> {
+    if let Some(cfg) = llama_preset(name) {
+        return Some(cfg);
+    }
+    let (task, hidden, act, batch, lr) = match name {
+        "mlp-spiral" => (PointTask::Spiral, vec![16, 16], Activation::Relu, 512, 0.02),
+        "mlp-circles" => (PointTask::Circles, vec![8], Activation::Tanh, 128, 0.03),
+        "mlp-xor" => (PointTask::Xor, vec![8, 8], Activation::Relu, 128, 0.03),
+        "mlp-gaussians" => (PointTask::Gaussians, vec![4], Activation::Tanh, 128, 0.03),
+        "mlp-sine" => (PointTask::Sine, vec![32, 32], Activation::Tanh, 128, 0.01),
+        "mlp-piecewise" => (PointTask::Piecewise, vec![32, 32], Activation::Relu, 128, 0.01),
+        _ => return None,
+    };
+    let outputs = if task.is_regression() { 1 } else { 2 };
+    Some(SessionConfig {
+        model: ModelConfig::Mlp(MlpConfig { input_dim: task.input_dim(), hidden, output_dim: outputs, activation: act }),
+        data: DataConfig::Points(PointData { task, points: 2000, noise: 0.03, validation_fraction: 0.2, csv: None }),
+        batch,
+        optimizer: OptimConfig { lr, ..OptimConfig::default() },
+        seed: 1,
+    })
+}
+
+fn llama_preset(name: &str) -> Option<SessionConfig> {
+    let (d_model, layers, heads, hidden, context, batch, lr, steps) = match name {
+        "llama-tiny" => (64, 2, 4, 192, 64, 16, 3e-3, 600),
+        "llama-small" => (256, 4, 8, 1024, 128, 32, 1e-3, 5000),
+        _ => return None,
+    };
+    let schedule = Schedule::WarmupCosine { warmup_steps: steps / 20, total_steps: steps, min_lr_fraction: 0.1 };
+    Some(SessionConfig {
+        model: ModelConfig::Llama(LlamaConfig { vocab: 60, d_model, heads, layers, context, hidden, rope_theta: 10_000.0, norm_eps: 1e-5 }),
+        data: DataConfig::Text(TextData { text: None, validation_fraction: 0.1 }),
+        batch,
+        optimizer: OptimConfig { lr, weight_decay: 0.1, beta2: 0.99, schedule, ..OptimConfig::default() },
+        seed: 1,
+    })
+}
