@@ -1,3 +1,281 @@
-//! optimizer kernels (being written).
-use super::Kernel;
-pub const KERNELS: &[&Kernel] = &[];
+//! Optimizer kernels (`shaders/optimizer.wgsl`): the global gradient norm² reduced on the GPU,
+//! clipping by it, AdamW and SGD (both clip on the fly and skip the whole step when the norm is
+//! not finite), and gradient accumulate/scale. Every kernel works over the arrayLength of the
+//! range it is bound to, so tensors may be views of one flat parameter buffer.
+
+use std::marker::PhantomData;
+
+use super::reduce::{self, expect_partials, expect_scalar, partial_groups, Final, PartialParams};
+use super::{expect_len, groups_1d, Family::Optimizer as F, Kernel, R, RW, U};
+use crate::error::{ensure, Result};
+use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
+use crate::tensor::Tensor;
+
+pub const GRADIENT_NORM_SQUARED: Kernel =
+    Kernel { entry: "gradient_norm_squared", family: F, bindings: &[R, RW, U] };
+pub const CLIP_GRAD_BY_NORM: Kernel = Kernel { entry: "clip_grad_by_norm", family: F, bindings: &[RW, R, U] };
+pub const ADAMW_UPDATE: Kernel = Kernel { entry: "adamw_update", family: F, bindings: &[RW, R, RW, RW, R, U] };
+pub const SGD_UPDATE: Kernel = Kernel { entry: "sgd_update", family: F, bindings: &[RW, R, RW, R, U] };
+pub const GRADIENT_ACCUMULATE: Kernel = Kernel { entry: "gradient_accumulate", family: F, bindings: &[RW, R] };
+pub const GRADIENT_SCALE: Kernel = Kernel { entry: "gradient_scale", family: F, bindings: &[RW, U] };
+
+pub const KERNELS: &[&Kernel] = &[
+    &GRADIENT_NORM_SQUARED, &CLIP_GRAD_BY_NORM, &ADAMW_UPDATE, &SGD_UPDATE, &GRADIENT_ACCUMULATE, &GRADIENT_SCALE,
+];
+
+/// Mirrors `AdamParams` in optimizer.wgsl. PyTorch AdamW semantics; `t` is the step number
+/// (1 on the first update), `max_norm` 0 disables clipping.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct AdamWParams {
+    pub lr: f32,
+    pub beta1: f32,
+    pub beta2: f32,
+    pub eps: f32,
+    pub weight_decay: f32,
+    pub t: f32,
+    pub max_norm: f32,
+    pub pad: f32,
+}
+
+impl AdamWParams {
+    /// PyTorch's defaults (betas 0.9/0.999, eps 1e-8, weight decay 0.01), step 1, no clipping.
+    pub fn new(lr: f32) -> AdamWParams {
+        AdamWParams { lr, beta1: 0.9, beta2: 0.999, eps: 1e-8, weight_decay: 0.01, t: 1.0, max_norm: 0.0, pad: 0.0 }
+    }
+}
+
+/// Mirrors `SgdParams` in optimizer.wgsl. PyTorch SGD: momentum 0 is plain SGD, weight decay is
+/// L2 (added to the gradient), `max_norm` 0 disables clipping.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct SgdParams {
+    pub lr: f32,
+    pub momentum: f32,
+    pub weight_decay: f32,
+    pub max_norm: f32,
+}
+
+/// Mirrors `ClipParams` and `ScaleParams`: one float padded to 16 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+struct OneFloat {
+    value: f32,
+    pad: [f32; 3],
+}
+
+/// Parameters a uniform buffer carries, checked before they reach the GPU.
+pub trait Validate {
+    fn validate(&self) -> Result<()>;
+}
+
+fn finite_at_least(value: f32, min: f32, field: &str) -> Result<()> {
+    ensure(value.is_finite() && value >= min, field, || format!("must be finite and >= {min}, got {value}"))
+}
+
+impl Validate for AdamWParams {
+    fn validate(&self) -> Result<()> {
+        finite_at_least(self.lr, 0.0, "lr")?;
+        for (beta, field) in [(self.beta1, "beta1"), (self.beta2, "beta2")] {
+            ensure((0.0..1.0).contains(&beta), field, || format!("must be in [0, 1), got {beta}"))?;
+        }
+        ensure(self.eps.is_finite() && self.eps > 0.0, "eps", || format!("must be > 0, got {}", self.eps))?;
+        finite_at_least(self.weight_decay, 0.0, "weight_decay")?;
+        // Whole steps only: the kernel raises beta to u32(t), exact for t <= 2^24.
+        ensure(self.t >= 1.0 && self.t <= 16_777_216.0 && self.t.fract() == 0.0, "t", || {
+            format!("step number must be a whole number from 1 to 2^24, got {}", self.t)
+        })?;
+        finite_at_least(self.max_norm, 0.0, "max_norm")
+    }
+}
+
+impl Validate for SgdParams {
+    fn validate(&self) -> Result<()> {
+        finite_at_least(self.lr, 0.0, "lr")?;
+        ensure((0.0..1.0).contains(&self.momentum), "momentum", || format!("must be in [0, 1), got {}", self.momentum))?;
+        finite_at_least(self.weight_decay, 0.0, "weight_decay")?;
+        finite_at_least(self.max_norm, 0.0, "max_norm")
+    }
+}
+
+/// A dispatch whose parameters change between steps (lr, step t): rewrite them with `set`
+/// before running the op again; no new bind group is needed.
+pub struct UniformOp<P> {
+    pub op: Op,
+    pub params: wgpu::Buffer,
+    kind: PhantomData<P>,
+}
+
+impl<P: bytemuck::Pod + Validate> UniformOp<P> {
+    pub fn set(&self, gpu: &Gpu, params: &P) -> Result<()> {
+        params.validate()?;
+        gpu.write_uniform(&self.params, params);
+        Ok(())
+    }
+}
+
+/// Slots `gradient_norm_squared` needs in a shared partials array for these gradients.
+pub fn norm_partials_len(grads: &[&Tensor]) -> usize {
+    grads.iter().map(|g| partial_groups(g.len())).sum()
+}
+
+/// One gradient's share: `partials[offset + g] = Σ grad²` over workgroup g, for
+/// g < `reduce::partial_groups(grad.len())`.
+pub fn gradient_norm_squared(gpu: &Gpu, grad: &Tensor, partials: &Tensor, offset: usize) -> Result<Op> {
+    let groups = partial_groups(grad.len());
+    expect_partials(partials, offset, groups)?;
+    let params = PartialParams { groups: groups as u32, offset: offset as u32, squares: 1, pad: 0 };
+    let p = gpu.uniform("gradient_norm_squared params", &params);
+    gpu.op(&GRADIENT_NORM_SQUARED, &[T(grad), T(partials), Uni(&p)], gpu.grid(groups as u32))
+}
+
+/// `norm_sq[0] = Σ g²` over every gradient tensor (or one flat range), all on the GPU: one
+/// partials dispatch per tensor into `partials` (at least `norm_partials_len(grads)` long),
+/// then one `sum_final`.
+pub fn grad_norm_squared(gpu: &Gpu, grads: &[&Tensor], partials: &Tensor, norm_sq: &Tensor) -> Result<Vec<Op>> {
+    ensure(!grads.is_empty(), "grads", || "need at least one gradient tensor".into())?;
+    expect_scalar(norm_sq, "norm_sq")?;
+    let mut ops = Vec::with_capacity(grads.len() + 1);
+    let mut offset = 0;
+    for g in grads {
+        ops.push(gradient_norm_squared(gpu, g, partials, offset)?);
+        offset += partial_groups(g.len());
+    }
+    ops.push(reduce::sum_final(gpu, partials, offset, norm_sq, Final::scaled(1.0))?);
+    Ok(ops)
+}
+
+/// `grad *= min(1, max_norm / (sqrt(norm_sq[0]) + 1e-6))`, norm_sq read on the GPU. A
+/// non-finite norm leaves the gradient unchanged (the optimizers then skip the step).
+pub fn clip_grad_by_norm(gpu: &Gpu, grad: &Tensor, norm_sq: &Tensor, max_norm: f32) -> Result<Op> {
+    expect_scalar(norm_sq, "norm_sq")?;
+    ensure(max_norm.is_finite() && max_norm > 0.0, "max_norm", || format!("must be > 0, got {max_norm}"))?;
+    let p = gpu.uniform("clip params", &OneFloat { value: max_norm, pad: [0.0; 3] });
+    gpu.op(&CLIP_GRAD_BY_NORM, &[T(grad), T(norm_sq), Uni(&p)], gpu.grid(groups_1d(grad.len())))
+}
+
+/// One AdamW step over w, m, v (same length as grad); norm_sq (1) drives clipping and the
+/// NaN guard. Rewrite lr/t each step with `UniformOp::set`.
+pub fn adamw_update(
+    gpu: &Gpu,
+    weight: &Tensor,
+    grad: &Tensor,
+    m: &Tensor,
+    v: &Tensor,
+    norm_sq: &Tensor,
+    params: &AdamWParams,
+) -> Result<UniformOp<AdamWParams>> {
+    let n = weight.len();
+    for (t, what) in [(grad, "grad"), (m, "adam m"), (v, "adam v")] {
+        expect_len(t, n, what)?;
+    }
+    expect_scalar(norm_sq, "norm_sq")?;
+    params.validate()?;
+    let p = gpu.uniform("adamw params", params);
+    let args = [T(weight), T(grad), T(m), T(v), T(norm_sq), Uni(&p)];
+    let op = gpu.op(&ADAMW_UPDATE, &args, gpu.grid(groups_1d(n)))?;
+    Ok(UniformOp { op, params: p, kind: PhantomData })
+}
+
+/// One SGD step; `momentum_buf` (same length as weight, zeroed at the start) is required when
+/// `params.momentum > 0` and may be None for plain SGD.
+pub fn sgd_update(
+    gpu: &Gpu,
+    weight: &Tensor,
+    grad: &Tensor,
+    momentum_buf: Option<&Tensor>,
+    norm_sq: &Tensor,
+    params: &SgdParams,
+) -> Result<UniformOp<SgdParams>> {
+    let n = weight.len();
+    expect_len(grad, n, "grad")?;
+    expect_scalar(norm_sq, "norm_sq")?;
+    params.validate()?;
+    let placeholder;
+    let buf = match momentum_buf {
+        Some(b) => {
+            expect_len(b, n, "momentum buffer")?;
+            b
+        }
+        None => {
+            ensure(params.momentum == 0.0, "momentum_buf", || {
+                format!("momentum {} needs a momentum buffer of {n} elements", params.momentum)
+            })?;
+            placeholder = gpu.tensor("sgd momentum placeholder", &[1])?;
+            &placeholder
+        }
+    };
+    let p = gpu.uniform("sgd params", params);
+    let args = [T(weight), T(grad), T(buf), T(norm_sq), Uni(&p)];
+    let op = gpu.op(&SGD_UPDATE, &args, gpu.grid(groups_1d(n)))?;
+    Ok(UniformOp { op, params: p, kind: PhantomData })
+}
+
+/// `grad += new` (accumulation over micro-batches).
+pub fn gradient_accumulate(gpu: &Gpu, grad: &Tensor, new: &Tensor) -> Result<Op> {
+    expect_len(new, grad.len(), "new gradient")?;
+    gpu.op(&GRADIENT_ACCUMULATE, &[T(grad), T(new)], gpu.grid(groups_1d(grad.len())))
+}
+
+/// `grad *= factor` (e.g. 1/k after accumulating k micro-batches).
+pub fn gradient_scale(gpu: &Gpu, grad: &Tensor, factor: f32) -> Result<Op> {
+    ensure(factor.is_finite(), "factor", || format!("must be finite, got {factor}"))?;
+    let p = gpu.uniform("gradient_scale params", &OneFloat { value: factor, pad: [0.0; 3] });
+    gpu.op(&GRADIENT_SCALE, &[T(grad), Uni(&p)], gpu.grid(groups_1d(grad.len())))
+}
+
+// ---------------------------------------------------------------- f64 references
+
+pub mod reference {
+    use super::{AdamWParams, SgdParams};
+
+    pub fn norm_squared(grads: &[&[f64]]) -> f64 {
+        grads.iter().flat_map(|g| g.iter()).map(|x| x * x).sum()
+    }
+
+    /// PyTorch clip_grad_norm_'s factor; 1 when max_norm is 0 (no clipping).
+    pub fn clip_factor(norm_sq: f64, max_norm: f64) -> f64 {
+        if max_norm <= 0.0 { 1.0 } else { (max_norm / (norm_sq.sqrt() + 1e-6)).min(1.0) }
+    }
+
+    pub fn clip(grad: &[f64], norm_sq: f64, max_norm: f64) -> Vec<f64> {
+        let f = clip_factor(norm_sq, max_norm);
+        grad.iter().map(|g| g * f).collect()
+    }
+
+    /// One AdamW step in place (torch.optim.AdamW, amsgrad off); skipped if norm_sq is not finite.
+    pub fn adamw(w: &mut [f64], m: &mut [f64], v: &mut [f64], grad: &[f64], norm_sq: f64, p: &AdamWParams) {
+        if !norm_sq.is_finite() {
+            return;
+        }
+        let (lr, b1, b2, eps, wd, t) =
+            (p.lr as f64, p.beta1 as f64, p.beta2 as f64, p.eps as f64, p.weight_decay as f64, p.t as f64);
+        let f = clip_factor(norm_sq, p.max_norm as f64);
+        for i in 0..w.len() {
+            let g = grad[i] * f;
+            w[i] *= 1.0 - lr * wd;
+            m[i] = b1 * m[i] + (1.0 - b1) * g;
+            v[i] = b2 * v[i] + (1.0 - b2) * g * g;
+            let m_hat = m[i] / (1.0 - b1.powf(t));
+            let v_hat = v[i] / (1.0 - b2.powf(t));
+            w[i] -= lr * m_hat / (v_hat.sqrt() + eps);
+        }
+    }
+
+    /// One SGD step in place (torch.optim.SGD, dampening 0, no Nesterov); skipped if norm_sq
+    /// is not finite. `buf` starts at zero, so the first step sets it to the gradient as PyTorch does.
+    pub fn sgd(w: &mut [f64], buf: &mut [f64], grad: &[f64], norm_sq: f64, p: &SgdParams) {
+        if !norm_sq.is_finite() {
+            return;
+        }
+        let f = clip_factor(norm_sq, p.max_norm as f64);
+        for i in 0..w.len() {
+            let mut d = grad[i] * f + p.weight_decay as f64 * w[i];
+            if p.momentum != 0.0 {
+                buf[i] = p.momentum as f64 * buf[i] + d;
+                d = buf[i];
+            }
+            w[i] -= p.lr as f64 * d;
+        }
+    }
+}

@@ -126,7 +126,7 @@ pub fn sum_squares(gpu: &Gpu, x: &Tensor, out: &Tensor, scale: f32) -> Result<Ve
 /// Bias backward: `db (+)= Σ_rows dy` for dy of shape (rows, C) and db of C elements.
 pub fn column_sum(gpu: &Gpu, dy: &Tensor, db: &Tensor, accumulate: bool) -> Result<Op> {
     let cols = db.len();
-    ensure(dy.len() % cols == 0, dy.name(), || {
+    ensure(dy.len().is_multiple_of(cols), dy.name(), || {
         format!("column_sum: {} elements are not rows of {cols} columns (db {:?})", dy.len(), db.shape())
     })?;
     let params = ColumnParams { rows: (dy.len() / cols) as u32, cols: cols as u32, accumulate: accumulate.into(), pad: 0 };

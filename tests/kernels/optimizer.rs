@@ -1,1 +1,230 @@
-//! GPU-vs-reference checks for shaders/optimizer.wgsl (being written).
+//! GPU-vs-reference checks for shaders/optimizer.wgsl: the gradient norm² over several tensors
+//! (partials and total), clipping by a GPU-side norm, AdamW and SGD over several steps with
+//! changing lr and t (with and without on-the-fly clipping) against f64 reference loops, the
+//! NaN guard (a non-finite norm leaves weights and state bit-for-bit unchanged), and
+//! gradient accumulate/scale.
+//!
+//! Tolerances: norm² sums non-negative terms, relative error ≤ depth·2^-24 (depth ≤ 31): rtol
+//! 4e-6, partials atol 2e-6·Σg². Clipping adds half that through the sqrt: rtol 1e-5. Optimizer
+//! steps compound a few f32 roundings per step over 5 steps, and AdamW's bias correction
+//! 1 − β2^t is ~3e-5 relative off at small t in f32 (β2^t rounds near 1): w atol 2e-6 (lr 1e-2),
+//! m, v rtol 2e-5. Accumulate/scale are one rounding: rtol 1e-6.
+
+use kiln::kernels::optimizer::{self as opt, reference, AdamWParams, SgdParams};
+use kiln::kernels::reduce;
+use kiln::{Gpu, Op, Tensor};
+
+use crate::common::*;
+
+fn refs(ops: &[Op]) -> Vec<&Op> {
+    ops.iter().collect()
+}
+
+/// (gradient sizes, grid limit): one tiny tensor, three tensors incl. a single element and a
+/// non-multiple of 64/256, and two tensors whose partials (17 + 2 groups) run on a 2-D grid.
+const NORM_CASES: &[(&[usize], u32)] = &[(&[7], 65_535), (&[1_000, 65, 1], 65_535), (&[4_099, 300], 5)];
+
+async fn norm_and_clip(gpu: &Gpu, c: &mut Checks) {
+    let mut rng = Rng::new(31);
+    for &(sizes, grid) in NORM_CASES {
+        gpu.set_grid_limit(grid);
+        let grads: Vec<(Tensor, Vec<f64>)> =
+            sizes.iter().map(|&n| random_tensor(gpu, &mut rng, "g", &[n], -1.0, 1.0)).collect();
+        let tensors: Vec<&Tensor> = grads.iter().map(|(t, _)| t).collect();
+        let partials = gpu.tensor("partials", &[opt::norm_partials_len(&tensors)]).unwrap();
+        let norm_sq = gpu.tensor("norm_sq", &[1]).unwrap();
+        let ops = opt::grad_norm_squared(gpu, &tensors, &partials, &norm_sq).unwrap();
+        if grid < 65_535 {
+            assert!(ops[0].workgroups[1] > 1, "expected a 2-D grid, got {:?}", ops[0].workgroups);
+        }
+        gpu.run(&refs(&ops)).unwrap();
+        let label = format!("sizes {sizes:?}");
+        let mut want = Vec::new();
+        for (_, g64) in &grads {
+            want.extend(reduce::reference::partials(g64, reduce::partial_groups(g64.len()), true));
+        }
+        let slices: Vec<&[f64]> = grads.iter().map(|(_, g)| g.as_slice()).collect();
+        let total = reference::norm_squared(&slices);
+        c.close("gradient_norm_squared", &format!("partials {label}"), &read(gpu, &partials).await, &want, 2e-6 * total, 0.0);
+        c.close("gradient_norm_squared", &format!("total {label}"), &read(gpu, &norm_sq).await, &[total], 0.0, 4e-6);
+
+        // Clip at half the norm (factor ≈ 0.5), then at twice it (factor 1: unchanged).
+        let norm = total.sqrt();
+        for (g, g64) in &grads {
+            gpu.run(&[&opt::clip_grad_by_norm(gpu, g, &norm_sq, (0.5 * norm) as f32).unwrap()]).unwrap();
+            let clipped = reference::clip(g64, total, (0.5 * norm) as f32 as f64);
+            c.close("clip_grad_by_norm", &format!("half norm {label}"), &read(gpu, g).await, &clipped, 1e-12, 1e-5);
+            gpu.run(&[&opt::clip_grad_by_norm(gpu, g, &norm_sq, (2.0 * norm) as f32).unwrap()]).unwrap();
+            c.close("clip_grad_by_norm", &format!("twice norm {label}"), &read(gpu, g).await, &clipped, 1e-12, 1e-5);
+        }
+        // A non-finite norm leaves gradients alone (the optimizer then skips the step).
+        let (g, _) = &grads[0];
+        let before = gpu.read_u32(g).await.unwrap();
+        gpu.write(&norm_sq, &[f32::NAN]).unwrap();
+        gpu.run(&[&opt::clip_grad_by_norm(gpu, g, &norm_sq, 1.0).unwrap()]).unwrap();
+        c.exact("clip_grad_by_norm", "NaN norm: untouched", &gpu.read_u32(g).await.unwrap(), &before);
+    }
+}
+
+/// Reads weights and state as raw bits, for the bit-for-bit NaN-guard checks.
+async fn bits(gpu: &Gpu, ts: &[&Tensor]) -> Vec<Vec<u32>> {
+    let mut out = Vec::new();
+    for t in ts {
+        out.push(gpu.read_u32(t).await.unwrap());
+    }
+    out
+}
+
+/// Gradients that make norm² non-finite: a NaN, an Inf, and an overflow of g² (1e30² > f32 max).
+fn poisoned(rng: &mut Rng, n: usize) -> Vec<Vec<f32>> {
+    [f32::NAN, f32::INFINITY, 1e30]
+        .iter()
+        .map(|&bad| {
+            let mut g = rng.vec_f32(n, -1.0, 1.0);
+            g[n / 2] = bad;
+            g
+        })
+        .collect()
+}
+
+async fn adamw(gpu: &Gpu, c: &mut Checks) {
+    let mut rng = Rng::new(32);
+    for &(n, grid) in SIZES_1D {
+        gpu.set_grid_limit(grid);
+        // max_norm 0: no clipping; 0.2·E‖g‖ (‖g‖ ≈ sqrt(n/3)): every step clipped on the fly.
+        for max_norm in [0.0, 0.2 * (n as f64 / 3.0).sqrt()] {
+            let (w, mut w64) = random_tensor(gpu, &mut rng, "w", &[n], -1.0, 1.0);
+            let (g, m, v) = (gpu.tensor("g", &[n]).unwrap(), gpu.tensor("m", &[n]).unwrap(), gpu.tensor("v", &[n]).unwrap());
+            let (mut m64, mut v64) = (vec![0.0; n], vec![0.0; n]);
+            let partials = gpu.tensor("partials", &[reduce::partial_groups(n)]).unwrap();
+            let norm_sq = gpu.tensor("norm_sq", &[1]).unwrap();
+            let norm_ops = opt::grad_norm_squared(gpu, &[&g], &partials, &norm_sq).unwrap();
+            let mut params = AdamWParams { weight_decay: 0.1, max_norm: max_norm as f32, ..AdamWParams::new(1e-2) };
+            let update = opt::adamw_update(gpu, &w, &g, &m, &v, &norm_sq, &params).unwrap();
+            if grid < 65_535 {
+                assert!(update.op.workgroups[1] > 1, "expected a 2-D grid, got {:?}", update.op.workgroups);
+            }
+            for step in 1..=5 {
+                let g32 = rng.vec_f32(n, -1.0, 1.0);
+                gpu.write(&g, &g32).unwrap();
+                params.t = step as f32;
+                params.lr = 1e-2 * (1.0 - 0.1 * step as f32); // a schedule: lr changes too
+                update.set(gpu, &params).unwrap();
+                let mut ops = refs(&norm_ops);
+                ops.push(&update.op);
+                gpu.run(&ops).unwrap();
+                let g64 = f64s(&g32);
+                let ns = reference::norm_squared(&[&g64]);
+                assert!(max_norm == 0.0 || reference::clip_factor(ns, max_norm) < 1.0, "clipping should be active");
+                reference::adamw(&mut w64, &mut m64, &mut v64, &g64, ns, &params);
+            }
+            let label = format!("n={n} max_norm={max_norm:.2} after 5 steps");
+            c.close("adamw_update", &format!("w {label}"), &read(gpu, &w).await, &w64, 2e-6, 1e-5);
+            c.close("adamw_update", &format!("m {label}"), &read(gpu, &m).await, &m64, 1e-8, 2e-5);
+            c.close("adamw_update", &format!("v {label}"), &read(gpu, &v).await, &v64, 1e-10, 2e-5);
+
+            // NaN guard: a non-finite norm² skips the step, leaving w, m, v bit-for-bit.
+            let before = bits(gpu, &[&w, &m, &v]).await;
+            params.t = 6.0;
+            update.set(gpu, &params).unwrap();
+            for bad in poisoned(&mut rng, n) {
+                gpu.write(&g, &bad).unwrap();
+                let mut ops = refs(&norm_ops);
+                ops.push(&update.op);
+                gpu.run(&ops).unwrap();
+                assert!(!read(gpu, &norm_sq).await[0].is_finite());
+                c.exact("adamw_update", &format!("skipped step n={n}"), &bits(gpu, &[&w, &m, &v]).await, &before);
+            }
+        }
+    }
+}
+
+async fn sgd(gpu: &Gpu, c: &mut Checks) {
+    let mut rng = Rng::new(33);
+    for &(n, grid) in SIZES_1D {
+        gpu.set_grid_limit(grid);
+        let clip = 0.2 * (n as f64 / 3.0).sqrt();
+        // (momentum, weight decay, max_norm): plain SGD, momentum + decay, and clipped too.
+        for (momentum, weight_decay, max_norm) in [(0.0, 0.0, 0.0), (0.9, 0.01, 0.0), (0.9, 0.01, clip)] {
+            let (w, mut w64) = random_tensor(gpu, &mut rng, "w", &[n], -1.0, 1.0);
+            let g = gpu.tensor("g", &[n]).unwrap();
+            let buf = gpu.tensor("momentum", &[n]).unwrap();
+            let mut buf64 = vec![0.0; n];
+            let partials = gpu.tensor("partials", &[reduce::partial_groups(n)]).unwrap();
+            let norm_sq = gpu.tensor("norm_sq", &[1]).unwrap();
+            let norm_ops = opt::grad_norm_squared(gpu, &[&g], &partials, &norm_sq).unwrap();
+            let mut params = SgdParams { lr: 0.1, momentum, weight_decay, max_norm: max_norm as f32 };
+            let momentum_buf = (momentum > 0.0).then_some(&buf);
+            let update = opt::sgd_update(gpu, &w, &g, momentum_buf, &norm_sq, &params).unwrap();
+            for step in 1..=4 {
+                let g32 = rng.vec_f32(n, -1.0, 1.0);
+                gpu.write(&g, &g32).unwrap();
+                params.lr = 0.1 / step as f32;
+                update.set(gpu, &params).unwrap();
+                let mut ops = refs(&norm_ops);
+                ops.push(&update.op);
+                gpu.run(&ops).unwrap();
+                let g64 = f64s(&g32);
+                reference::sgd(&mut w64, &mut buf64, &g64, reference::norm_squared(&[&g64]), &params);
+            }
+            let label = format!("n={n} momentum={momentum} wd={weight_decay} max_norm={max_norm:.2} after 4 steps");
+            c.close("sgd_update", &format!("w {label}"), &read(gpu, &w).await, &w64, 2e-6, 1e-5);
+            c.close("sgd_update", &format!("buf {label}"), &read(gpu, &buf).await, &buf64, 1e-6, 1e-5);
+
+            let before = bits(gpu, &[&w, &buf]).await;
+            for bad in poisoned(&mut rng, n) {
+                gpu.write(&g, &bad).unwrap();
+                let mut ops = refs(&norm_ops);
+                ops.push(&update.op);
+                gpu.run(&ops).unwrap();
+                c.exact("sgd_update", &format!("skipped step {label}"), &bits(gpu, &[&w, &buf]).await, &before);
+            }
+        }
+    }
+}
+
+async fn accumulate_and_scale(gpu: &Gpu, c: &mut Checks) {
+    let mut rng = Rng::new(34);
+    for &(n, grid) in SIZES_1D {
+        gpu.set_grid_limit(grid);
+        let (grad, g64) = random_tensor(gpu, &mut rng, "grad", &[n], -1.0, 1.0);
+        let (new, new64) = random_tensor(gpu, &mut rng, "new", &[n], -1.0, 1.0);
+        let acc = opt::gradient_accumulate(gpu, &grad, &new).unwrap();
+        if grid < 65_535 {
+            assert!(acc.workgroups[1] > 1, "expected a 2-D grid, got {:?}", acc.workgroups);
+        }
+        gpu.run(&[&acc]).unwrap();
+        let sum: Vec<f64> = g64.iter().zip(&new64).map(|(a, b)| a + b).collect();
+        c.close("gradient_accumulate", &format!("n={n}"), &read(gpu, &grad).await, &sum, 1e-7, 1e-6);
+        gpu.run(&[&opt::gradient_scale(gpu, &grad, 0.25).unwrap(), &opt::gradient_scale(gpu, &grad, -3.0).unwrap()])
+            .unwrap();
+        let scaled: Vec<f64> = sum.iter().map(|x| x * 0.25 * -3.0).collect();
+        c.close("gradient_scale", &format!("n={n}"), &read(gpu, &grad).await, &scaled, 1e-7, 1e-6);
+    }
+}
+
+/// Bad parameters and shapes are typed errors naming the field, never panics.
+async fn rejects_bad_input(gpu: &Gpu, _c: &mut Checks) {
+    let (w, g, s) = (gpu.tensor("w", &[8]).unwrap(), gpu.tensor("g", &[8]).unwrap(), gpu.tensor("ns", &[1]).unwrap());
+    let short = gpu.tensor("m_short", &[7]).unwrap();
+    let p = AdamWParams::new(1e-3);
+    let err = opt::adamw_update(gpu, &w, &g, &short, &g, &s, &p).err().unwrap().to_string();
+    assert!(err.contains("m_short"), "{err}");
+    let err = opt::adamw_update(gpu, &w, &g, &g, &g, &s, &AdamWParams { t: 0.0, ..p }).err().unwrap().to_string();
+    assert!(err.contains("`t`"), "{err}");
+    let sgd = SgdParams { lr: 0.1, momentum: 0.9, weight_decay: 0.0, max_norm: 0.0 };
+    assert!(opt::sgd_update(gpu, &w, &g, None, &s, &sgd).is_err(), "momentum needs a buffer");
+    let plain = opt::sgd_update(gpu, &w, &g, None, &s, &SgdParams { momentum: 0.0, ..sgd }).unwrap();
+    assert!(plain.set(gpu, &SgdParams { lr: f32::NAN, ..sgd }).is_err());
+    assert!(opt::clip_grad_by_norm(gpu, &g, &w, 1.0).is_err(), "norm_sq must be 1 element");
+}
+
+pub async fn run(gpu: &Gpu, c: &mut Checks) {
+    norm_and_clip(gpu, c).await;
+    adamw(gpu, c).await;
+    sgd(gpu, c).await;
+    accumulate_and_scale(gpu, c).await;
+    rejects_bad_input(gpu, c).await;
+}
+
+crate::gpu_test!(optimizer_kernels_match_reference, run);

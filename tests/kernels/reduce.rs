@@ -5,6 +5,7 @@
 //! Tolerances: inputs are exact f32 values, so the only error is f32 summation, bounded by
 //! depth·2^-24·Σ|x| where depth (per-thread loop + two 8-level trees) is at most ~31 here:
 //! atol = 2e-6·Σ|x| of the sum being checked (well above the typical random-walk error).
+//! sum_final is always one workgroup, so it has no 2-D grid case; it is checked on every size.
 
 use kiln::kernels::reduce::{self as rd, reference, Final};
 use kiln::Gpu;
