@@ -103,7 +103,7 @@ fn tricky_f32() -> Vec<u32> {
         f32::from_bits(1),         // smallest f32 subnormal
         f32::MIN_POSITIVE,
         1.0 / 3.0,
-        3.14159,
+        0.1,
     ];
     v.extend(v.clone().iter().map(|x| -x));
     let mut bits: Vec<u32> = v.iter().map(|x| x.to_bits()).collect();
