@@ -1,1 +1,73 @@
-// embedding.wgsl — (being written)
+// embedding.wgsl — token embedding lookup and its backward (a deterministic scatter-add).
+// Tokens are u32 ids; a token >= vocab reads as a zero row (the host validates tokens when it
+// uploads them, see `check_tokens`; the kernel only keeps such a token from reading out of bounds).
+
+struct EmbParams {
+    tokens: u32,   // N = B*T positions
+    vocab: u32,    // V
+    channels: u32, // C
+    _pad: u32,
+};
+
+// ---- embedding_forward: out[n, :] = table[tokens[n], :] ----
+@group(0) @binding(0) var<storage, read> ef_tokens: array<u32>;     // (N)
+@group(0) @binding(1) var<storage, read> ef_table: array<f32>;      // (V, C)
+@group(0) @binding(2) var<storage, read_write> ef_out: array<f32>;  // (N, C)
+@group(0) @binding(3) var<uniform> ef_p: EmbParams;
+
+@compute @workgroup_size(64)
+fn embedding_forward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let idx = linear_index(gid, nwg);
+    let ch = ef_p.channels;
+    if (idx >= ef_p.tokens * ch) { return; }
+    let tok = ef_tokens[idx / ch];
+    var v = 0.0;
+    if (tok < ef_p.vocab) { v = ef_table[tok * ch + idx % ch]; }
+    ef_out[idx] = v;
+}
+
+// ---- embedding_backward: dtable[v, :] += Σ_{n : tokens[n] == v} dout[n, :] ----
+// No float atomics in WGSL, so no scatter: one 256-thread workgroup owns row v of dtable.
+// It scans the tokens 256 at a time, compacts the matching positions (in ascending order)
+// with a prefix sum in workgroup memory, then each thread adds those dout rows into its
+// channels. Every dtable element is written by one thread, in a fixed order: deterministic.
+@group(0) @binding(0) var<storage, read> eb_dout: array<f32>;         // (N, C)
+@group(0) @binding(1) var<storage, read> eb_tokens: array<u32>;       // (N)
+@group(0) @binding(2) var<storage, read_write> eb_dtable: array<f32>; // (V, C), accumulated
+@group(0) @binding(3) var<uniform> eb_p: EmbParams;
+
+var<workgroup> eb_scan: array<u32, 256>; // inclusive prefix sum of "tokens[n] == v" in a chunk
+var<workgroup> eb_hits: array<u32, 256>; // the chunk's matching positions n, ascending
+
+@compute @workgroup_size(256)
+fn embedding_backward(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>,
+                      @builtin(num_workgroups) nwg: vec3<u32>) {
+    let v = row_index(wg, nwg);
+    if (v >= eb_p.vocab) { return; } // uniform: the whole workgroup exits
+    let ch = eb_p.channels;
+    for (var base = 0u; base < eb_p.tokens; base += ROW_WG) {
+        let n = base + lid;
+        let hit = n < eb_p.tokens && eb_tokens[n] == v;
+        eb_scan[lid] = u32(hit);
+        workgroupBarrier();
+        // Hillis–Steele scan: read, barrier, write, barrier (log2(256) = 8 steps).
+        for (var step = 1u; step < ROW_WG; step = step << 1u) {
+            var add = 0u;
+            if (lid >= step) { add = eb_scan[lid - step]; }
+            workgroupBarrier();
+            eb_scan[lid] += add;
+            workgroupBarrier();
+        }
+        if (hit) { eb_hits[eb_scan[lid] - 1u] = n; }
+        workgroupBarrier();
+        let count = eb_scan[ROW_WG - 1u];
+        if (count > 0u) {
+            for (var c = lid; c < ch; c += ROW_WG) {
+                var acc = eb_dtable[v * ch + c];
+                for (var j = 0u; j < count; j++) { acc += eb_dout[eb_hits[j] * ch + c]; }
+                eb_dtable[v * ch + c] = acc;
+            }
+        }
+        workgroupBarrier(); // eb_scan and eb_hits are rewritten by the next chunk
+    }
+}

@@ -1,3 +1,101 @@
-//! embedding kernels (being written).
-use super::Kernel;
-pub const KERNELS: &[&Kernel] = &[];
+//! Token embedding kernels (`shaders/embedding.wgsl`): `embedding_forward` looks rows of a
+//! (V, C) table up by u32 token, `embedding_backward` adds dout rows back into dtable
+//! deterministically; f64 references, and `check_tokens` for the host side that uploads tokens.
+//!
+//! Shapes come from lengths: N = tokens.len(), C = out.len() / N, V = table.len() / C.
+
+use super::{expect_len, groups_1d, Family::Embedding as F, Kernel, R, RW, U};
+use crate::error::{KilnError, Result};
+use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
+use crate::tensor::Tensor;
+
+pub const EMBEDDING_FORWARD: Kernel = Kernel { entry: "embedding_forward", family: F, bindings: &[R, R, RW, U] };
+pub const EMBEDDING_BACKWARD: Kernel = Kernel { entry: "embedding_backward", family: F, bindings: &[R, R, RW, U] };
+
+pub const KERNELS: &[&Kernel] = &[&EMBEDDING_FORWARD, &EMBEDDING_BACKWARD];
+
+/// Mirrors `EmbParams` in embedding.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct EmbParams {
+    pub tokens: u32,
+    pub vocab: u32,
+    pub channels: u32,
+    pub _pad: u32,
+}
+
+/// Fails unless every token is < vocab, naming the first bad position and value. The kernels
+/// cannot report bad tokens (they read them as zero rows), so call this before uploading.
+pub fn check_tokens(tokens: &[u32], vocab: usize) -> Result<()> {
+    match tokens.iter().position(|&t| t as usize >= vocab) {
+        None => Ok(()),
+        Some(i) => Err(KilnError::invalid(
+            "tokens",
+            format!("position {i} holds token {}, but the vocabulary has {vocab} entries (ids 0..{vocab})", tokens[i]),
+        )),
+    }
+}
+
+/// (N, C, V) from the tensors' lengths, or an error naming the tensor that does not fit.
+fn shape(tokens: &Tensor, rows: &Tensor, table: &Tensor) -> Result<EmbParams> {
+    let n = tokens.len();
+    if n == 0 || rows.len() % n != 0 || rows.len() == 0 {
+        return Err(KilnError::invalid(
+            rows.name(),
+            format!("{} elements are not {n} rows (one per token) of C channels", rows.len()),
+        ));
+    }
+    let c = rows.len() / n;
+    if table.len() % c != 0 {
+        return Err(KilnError::invalid(
+            table.name(),
+            format!("{} elements are not whole rows of C = {c} channels", table.len()),
+        ));
+    }
+    Ok(EmbParams { tokens: n as u32, vocab: (table.len() / c) as u32, channels: c as u32, _pad: 0 })
+}
+
+/// out (N, C) = table[tokens] with table (V, C); a token >= V gives a zero row.
+pub fn embedding_forward(gpu: &Gpu, tokens: &Tensor, table: &Tensor, out: &Tensor) -> Result<Op> {
+    let p = shape(tokens, out, table)?;
+    let u = gpu.uniform("embedding params", &p);
+    gpu.op(&EMBEDDING_FORWARD, &[T(tokens), T(table), T(out), Uni(&u)], gpu.grid(groups_1d(out.len())))
+}
+
+/// dtable (V, C) += Σ over positions n with tokens[n] == v of dout[n, :]; deterministic.
+pub fn embedding_backward(gpu: &Gpu, dout: &Tensor, tokens: &Tensor, dtable: &Tensor) -> Result<Op> {
+    let p = shape(tokens, dout, dtable)?;
+    expect_len(dtable, (p.vocab * p.channels) as usize, "embedding_backward dtable")?;
+    let u = gpu.uniform("embedding params", &p);
+    gpu.op(&EMBEDDING_BACKWARD, &[T(dout), T(tokens), T(dtable), Uni(&u)], gpu.grid(p.vocab))
+}
+
+// ---------------------------------------------------------------- f64 references
+
+pub mod reference {
+    /// out (N, C) = table[tokens]; a token >= V gives a zero row.
+    pub fn embedding_forward(tokens: &[u32], table: &[f64], c: usize) -> Vec<f64> {
+        let vocab = table.len() / c;
+        let mut out = vec![0.0; tokens.len() * c];
+        for (n, &t) in tokens.iter().enumerate() {
+            if (t as usize) < vocab {
+                out[n * c..(n + 1) * c].copy_from_slice(&table[t as usize * c..(t as usize + 1) * c]);
+            }
+        }
+        out
+    }
+
+    /// dtable (V, C), not accumulated: Σ over positions n with tokens[n] == v of dout[n, :].
+    pub fn embedding_backward(dout: &[f64], tokens: &[u32], vocab: usize) -> Vec<f64> {
+        let c = dout.len() / tokens.len();
+        let mut dtable = vec![0.0; vocab * c];
+        for (n, &t) in tokens.iter().enumerate() {
+            if (t as usize) < vocab {
+                for i in 0..c {
+                    dtable[t as usize * c + i] += dout[n * c + i];
+                }
+            }
+        }
+        dtable
+    }
+}

@@ -1,1 +1,100 @@
-//! GPU-vs-reference checks for shaders/embedding.wgsl (being written).
+//! GPU-vs-reference checks for shaders/embedding.wgsl, the host-side token check, and a
+//! finite-difference check of the reference backward.
+//!
+//! Tolerances: the forward copies floats, so it must match exactly. The backward adds up to
+//! ~250 dout rows of values in [-1, 1] per dtable element in f32 (ascending n, like the
+//! reference but rounded at each step): about sqrt(250)·|sum|·6e-8, so atol 1e-4 + rtol 1e-5.
+
+use kiln::kernels::embedding::{self as emb, check_tokens, reference};
+use kiln::{Gpu, KilnError};
+
+use crate::common::*;
+
+const ATOL: f64 = 1e-4;
+const RTOL: f64 = 1e-5;
+
+/// (N, V, C, grid limit): a tiny case; N > 256 (several token chunks) with C not a multiple of
+/// 64; C > 256 on a 2-D grid (13 vocab rows and 235 forward workgroups, limit 5); and a tiny
+/// vocabulary where each row collects ~200 positions, on a 2-D grid.
+const CASES: &[(usize, usize, usize, u32)] = &[(7, 5, 10, 65_535), (300, 11, 70, 65_535), (50, 13, 300, 5), (600, 3, 33, 2)];
+
+/// Random tokens < vocab, with a few out-of-range ones the kernels must treat as zero rows.
+fn tokens(rng: &mut Rng, n: usize, vocab: usize) -> Vec<u32> {
+    let mut t: Vec<u32> = (0..n).map(|_| rng.below(vocab) as u32).collect();
+    t[n / 2] = vocab as u32;
+    t[n - 1] = u32::MAX;
+    t
+}
+
+async fn run(gpu: &Gpu, c: &mut Checks) {
+    let mut rng = Rng::new(41);
+    for &(n, vocab, ch, limit) in CASES {
+        gpu.set_grid_limit(limit);
+        let label = format!("N={n} V={vocab} C={ch}");
+        let tok = tokens(&mut rng, n, vocab);
+        let tt = gpu.tensor_from("tokens", &[n], &tok).unwrap();
+        let (table, table64) = random_tensor(gpu, &mut rng, "table", &[vocab, ch], -1.0, 1.0);
+        let (out, _) = random_tensor(gpu, &mut rng, "out", &[n, ch], -1.0, 1.0);
+        let fwd = emb::embedding_forward(gpu, &tt, &table, &out).unwrap();
+        gpu.run(&[&fwd]).unwrap();
+        let want = to32(&reference::embedding_forward(&tok, &table64, ch));
+        c.exact("embedding_forward", &label, &read(gpu, &out).await, &want);
+
+        // dtable starts non-zero: the backward accumulates.
+        let (dout, dout64) = random_tensor(gpu, &mut rng, "dout", &[n, ch], -1.0, 1.0);
+        let (dtable, dtable0) = random_tensor(gpu, &mut rng, "dtable", &[vocab, ch], -1.0, 1.0);
+        let bwd = emb::embedding_backward(gpu, &dout, &tt, &dtable).unwrap();
+        assert_eq!(bwd.workgroups[1] > 1, vocab > limit as usize, "2-D grid expected iff V > limit");
+        gpu.run(&[&bwd]).unwrap();
+        let got = read(gpu, &dtable).await;
+        let want: Vec<f64> =
+            reference::embedding_backward(&dout64, &tok, vocab).iter().zip(&dtable0).map(|(a, b)| a + b).collect();
+        c.close("embedding_backward", &label, &got, &want, ATOL, RTOL);
+
+        // Deterministic: the same inputs give the same bits.
+        gpu.write(&dtable, &to32(&dtable0)).unwrap();
+        gpu.run(&[&bwd]).unwrap();
+        let again = read(gpu, &dtable).await;
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
+        c.exact("embedding_backward", &format!("bitwise repeat, {label}"), &bits(&again), &bits(&got));
+    }
+    // Tensors that do not fit are errors naming the tensor.
+    let tt = gpu.tensor("tokens", &[4]).unwrap();
+    let table = gpu.tensor("table", &[5, 3]).unwrap();
+    let out = gpu.tensor("out", &[4, 3]).unwrap();
+    let odd = gpu.tensor("odd", &[10]).unwrap();
+    let field = |r: kiln::Result<kiln::Op>| match r {
+        Err(KilnError::InvalidInput { field, .. }) => field,
+        other => panic!("expected InvalidInput, got {:?}", other.map(|o| o.entry)),
+    };
+    assert_eq!(field(emb::embedding_forward(gpu, &tt, &table, &odd)), "odd");
+    assert_eq!(field(emb::embedding_forward(gpu, &tt, &odd, &out)), "odd");
+    assert_eq!(field(emb::embedding_backward(gpu, &out, &tt, &odd)), "odd");
+}
+
+crate::gpu_test!(embedding_kernels_match_reference, run);
+
+#[test]
+fn check_tokens_names_the_bad_position() {
+    assert!(check_tokens(&[0, 4, 2], 5).is_ok());
+    match check_tokens(&[0, 4, 5, 9], 5) {
+        Err(KilnError::InvalidInput { field, message }) => {
+            assert_eq!(field, "tokens");
+            assert!(message.contains("position 2") && message.contains("token 5"), "{message}");
+        }
+        other => panic!("expected InvalidInput, got {other:?}"),
+    }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+#[test]
+fn embedding_reference_backward_matches_finite_differences() {
+    let mut rng = Rng::new(42);
+    let (n, vocab, ch) = (9, 4, 3);
+    let tok = tokens(&mut rng, n, vocab);
+    let table: Vec<f64> = (0..vocab * ch).map(|_| rng.range(-1.0, 1.0)).collect();
+    let g: Vec<f64> = (0..n * ch).map(|_| rng.range(-1.0, 1.0)).collect();
+    let numeric = numeric_grad(|t| dot(&reference::embedding_forward(&tok, t, ch), &g), &table, 1e-6);
+    let got = to32(&reference::embedding_backward(&g, &tok, vocab));
+    assert_close("embedding d/table", &got, &numeric, 1e-6, 1e-5);
+}
