@@ -68,8 +68,15 @@ impl SessionConfig {
             (ModelConfig::Mlp(m), DataConfig::Points(d)) => {
                 let task = d.task;
                 ensure(m.input_dim == task.input_dim(), "model.mlp.input_dim", || format!("{task:?} has {}-D inputs, got {}", task.input_dim(), m.input_dim))?;
-                let outputs = if task.is_regression() { 1 } else { m.output_dim.max(2) };
-                ensure(m.output_dim == outputs, "model.mlp.output_dim", || format!("{task:?} needs {outputs} outputs, got {}", m.output_dim))?;
+                // Generated sets have 2 classes; a CSV may use labels 0..=9 (checked when loaded).
+                let outputs = match (task.is_regression(), &d.csv) {
+                    (true, _) => 1..=1,
+                    (false, None) => 2..=2,
+                    (false, Some(_)) => 2..=10,
+                };
+                ensure(outputs.contains(&m.output_dim), "model.mlp.output_dim", || {
+                    format!("{task:?} needs {}..={} outputs, got {}", outputs.start(), outputs.end(), m.output_dim)
+                })?;
                 validation_fraction(d.validation_fraction)
             }
             (ModelConfig::Llama(l), DataConfig::Text(t)) => {

@@ -61,7 +61,7 @@ impl Session {
 
     pub fn with_gpu(gpu: Gpu, cfg: SessionConfig) -> Result<Session> {
         cfg.validate()?;
-        let data = Batches::new(&cfg.data, cfg.model.rows_per_example(), cfg.seed)?;
+        let data = Batches::new(&cfg.data, cfg.model.rows_per_example(), cfg.model.outputs(), cfg.seed)?;
         check_fits(&gpu, &cfg, &data)?;
         let params = ParamStore::new(&gpu, cfg.model.param_specs(), cfg.seed)?;
         let net = cfg.model.build(&gpu, &params, cfg.batch, true)?;

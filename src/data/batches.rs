@@ -4,7 +4,7 @@
 use crate::config::DataConfig;
 use crate::data::points::{from_csv, generate, Points};
 use crate::data::text::{TextCorpus, GENESIS};
-use crate::error::Result;
+use crate::error::{ensure, Result};
 use crate::rng::Rng;
 
 pub enum Batches {
@@ -23,13 +23,18 @@ pub enum Batch {
 }
 
 impl Batches {
-    pub fn new(cfg: &DataConfig, context: usize, seed: u64) -> Result<Batches> {
+    /// `context` is tokens per text window; `outputs` the model's output width.
+    pub fn new(cfg: &DataConfig, context: usize, outputs: usize, seed: u64) -> Result<Batches> {
         Ok(match cfg {
             DataConfig::Points(d) => {
                 let all = match &d.csv {
                     Some(csv) => from_csv(csv, d.task.is_regression())?,
                     None => generate(d.task, d.points, d.noise, seed)?,
                 };
+                ensure(all.classes <= outputs, "model.mlp.output_dim", || {
+                    format!("the points use {} classes; output_dim must be at least that, got {outputs}", all.classes)
+                })?;
+                ensure(all.len() >= 4, "data", || format!("at least 4 points are needed, got {}", all.len()))?;
                 let (train, val) = all.split(d.validation_fraction, seed ^ 1);
                 Batches::Points { train, val }
             }
