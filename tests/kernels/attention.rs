@@ -78,7 +78,7 @@ async fn shapes(gpu: &Gpu, c: &mut Checks) {
 }
 
 /// Lowers the grid limit so the block kernels and the 1-D prep kernel launch 2-D grids.
-async fn two_d_grid(gpu: &Gpu, c: &mut Checks) {
+pub async fn two_d_grid(gpu: &Gpu, c: &mut Checks) {
     let mut rng = Rng::new(22);
     gpu.set_grid_limit(3);
     for d in [dims(2, 64, 4, 32), dims(3, 100, 2, 12)] {

@@ -10,7 +10,7 @@ use crate::common::*;
 const ATOL: f64 = 1e-5;
 const RTOL: f64 = 1e-5;
 
-async fn conv1d(gpu: &Gpu, c: &mut Checks) {
+pub async fn conv1d(gpu: &Gpu, c: &mut Checks) {
     let mut rng = Rng::new(21);
     // (dim, seq_len, grid limit): seq_len 1 (both taps are padding), a single channel,
     // sizes that are not multiples of 64, and one launch on a 2-D grid (37·130 = 4810

@@ -93,7 +93,7 @@ async fn silu_gate(gpu: &Gpu, c: &mut Checks) {
 }
 
 /// A real 2-D launch: more than 65,535 workgroups of 64 threads at the device's own limit.
-async fn huge_silu(gpu: &Gpu, c: &mut Checks) {
+pub async fn huge_silu(gpu: &Gpu, c: &mut Checks) {
     let n = 65_536 * 64 + 3;
     let mut rng = Rng::new(4);
     let (x, x64) = random_tensor(gpu, &mut rng, "x", &[n], -8.0, 8.0);

@@ -26,7 +26,7 @@ fn tokens(rng: &mut Rng, n: usize, vocab: usize) -> Vec<u32> {
     t
 }
 
-async fn run(gpu: &Gpu, c: &mut Checks) {
+pub async fn run(gpu: &Gpu, c: &mut Checks) {
     let mut rng = Rng::new(41);
     for &(n, vocab, ch, limit) in CASES {
         gpu.set_grid_limit(limit);

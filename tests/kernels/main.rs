@@ -19,3 +19,5 @@ mod embedding;
 mod quant;
 mod conv;
 mod sampling;
+#[cfg(not(target_arch = "wasm32"))]
+mod coverage;

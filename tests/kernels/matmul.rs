@@ -56,7 +56,7 @@ async fn batched(gpu: &Gpu, c: &mut Checks) {
 }
 
 /// Lowers the grid limit so the output tiles fold into a 2-D grid (x and y both > 1).
-async fn two_d_grid(gpu: &Gpu, c: &mut Checks) {
+pub async fn two_d_grid(gpu: &Gpu, c: &mut Checks) {
     let mut rng = Rng::new(13);
     gpu.set_grid_limit(3);
     for d in [MatmulDesc::new(300, 200, 40), MatmulDesc::new(130, 250, 20).trans_a().trans_b().batched(2)] {

@@ -84,7 +84,7 @@ async fn backward(gpu: &Gpu, c: &mut Checks) {
 }
 
 /// Bad lengths and eps are errors naming the tensor or field, never panics.
-async fn validation(gpu: &Gpu, _c: &mut Checks) {
+pub async fn validation(gpu: &Gpu, _c: &mut Checks) {
     let x = gpu.tensor("x", &[3, 10]).unwrap();
     let w = gpu.tensor("w", &[7]).unwrap();
     let w10 = gpu.tensor("w10", &[10]).unwrap();

@@ -85,7 +85,7 @@ async fn sample_and_check(
     assert!(diverged * 20 <= total.max(20), "{label}: {diverged} of {total} draws differ at a CDF boundary");
 }
 
-async fn top_k(gpu: &Gpu, c: &mut Checks) {
+pub async fn top_k(gpu: &Gpu, c: &mut Checks) {
     let mut rng = Rng::new(31);
     // (rows, vocab, k, grid limit): k = V = 1; k = V < 256; V not a multiple of 256 (1000,
     // 513, 300); k = 256 with 10 rows on a 2-D grid of limit 3.
@@ -128,7 +128,7 @@ async fn top_k(gpu: &Gpu, c: &mut Checks) {
 }
 
 /// Many draws of one distribution: exact per row, and frequencies close to the softmax.
-async fn sampling_statistics(gpu: &Gpu, c: &mut Checks) {
+pub async fn sampling_statistics(gpu: &Gpu, c: &mut Checks) {
     let (rows, vocab, k, t) = (2048, 40, 6, 0.8f32);
     gpu.set_grid_limit(7); // 2,048 top_k workgroups and 32 sampler workgroups: both 2-D
     let mut rng = Rng::new(32);

@@ -45,7 +45,7 @@ fn clean(v: &[f32], len: usize, mask: Mask) -> Vec<f64> {
     out
 }
 
-async fn run(gpu: &Gpu, c: &mut Checks) {
+pub async fn run(gpu: &Gpu, c: &mut Checks) {
     let mut rng = Rng::new(21);
     for &(rows, len, limit, mask) in CASES {
         gpu.set_grid_limit(limit);
