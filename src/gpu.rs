@@ -106,8 +106,14 @@ impl Gpu {
     }
 
     pub fn summary(&self) -> AdapterSummary {
+        // Browsers may hide the adapter's name for privacy; say so rather than show nothing.
+        let name = if self.info.name.is_empty() {
+            format!("{} (name hidden by the browser)", self.info.backend)
+        } else {
+            self.info.name.clone()
+        };
         AdapterSummary {
-            name: self.info.name.clone(),
+            name,
             backend: format!("{:?}", self.info.backend),
             driver: format!("{} {}", self.info.driver, self.info.driver_info).trim().to_string(),
             max_storage_binding_bytes: self.limits.max_storage_buffer_binding_size as u64,
