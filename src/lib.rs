@@ -1,9 +1,11 @@
 //! Kiln: train tiny neural networks live on the GPU, natively and in the browser.
 //! See ARCHITECTURE.md for the data flow and how to add a kernel.
 
+pub mod checkpoint;
 pub mod config;
 pub mod data;
 pub mod error;
+pub mod generate;
 pub mod gpu;
 pub mod kernels;
 pub mod model;

@@ -48,8 +48,8 @@ pub struct Session {
     loss: Tensor,
     /// (METRIC_SLOTS, 2) [loss, grad norm²] per step, at slot step % METRIC_SLOTS
     metrics: Tensor,
-    rng: Rng,
-    step: u64,
+    pub(crate) rng: Rng,
+    pub(crate) step: u64,
     read_up_to: u64,
 }
 
@@ -200,6 +200,11 @@ impl Session {
                 Ok(classify(&out, &y, outputs))
             }
         }
+    }
+
+    /// After a checkpoint load: metrics start again from the loaded step.
+    pub(crate) fn reset_metrics_cursor(&mut self) {
+        self.read_up_to = self.step;
     }
 
     pub fn model(&self) -> &ModelConfig {

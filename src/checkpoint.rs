@@ -1,0 +1,129 @@
+//! Checkpoints as safetensors: every parameter under its own name, AdamW/SGD state under
+//! `optimizer.m.<name>` / `optimizer.v.<name>`, and in the metadata the config (JSON), the step
+//! and the data sampler's state, so a loaded run continues exactly as it would have. Loading
+//! validates the whole file before touching the running model.
+
+use std::collections::HashMap;
+
+use safetensors::tensor::{Dtype, TensorView};
+use safetensors::SafeTensors;
+
+use crate::config::SessionConfig;
+use crate::error::{KilnError, Result};
+use crate::gpu::Gpu;
+use crate::rng::Rng;
+use crate::train::Session;
+
+const FORMAT: &str = "kiln-checkpoint-1";
+/// Largest checkpoint accepted: more than any model a playground trains.
+pub const MAX_CHECKPOINT_BYTES: usize = 1 << 30;
+
+fn bad(message: impl Into<String>) -> KilnError {
+    KilnError::invalid("checkpoint", message)
+}
+
+impl Session {
+    /// Serializes weights, optimizer state, config, step and sampler state.
+    pub async fn save_checkpoint(&self) -> Result<Vec<u8>> {
+        let flat = [
+            ("", self.gpu.read_f32(&self.params.weights).await?),
+            ("optimizer.m.", self.gpu.read_f32(&self.params.m).await?),
+            ("optimizer.v.", self.gpu.read_f32(&self.params.v).await?),
+        ];
+        let mut names = vec![];
+        for (prefix, values) in &flat {
+            for e in &self.params.entries {
+                let len: usize = e.spec.shape.iter().product();
+                let bytes: &[u8] = bytemuck::cast_slice(&values[e.offset..e.offset + len]);
+                names.push((format!("{prefix}{}", e.spec.name), e.spec.shape.clone(), bytes));
+            }
+        }
+        let views = names
+            .iter()
+            .map(|(n, shape, bytes)| Ok((n.clone(), TensorView::new(Dtype::F32, shape.clone(), bytes).map_err(|e| bad(e.to_string()))?)))
+            .collect::<Result<Vec<_>>>()?;
+        let config = serde_json::to_string(&self.cfg).map_err(|e| bad(e.to_string()))?;
+        let metadata = HashMap::from([
+            ("format".to_string(), FORMAT.to_string()),
+            ("config".to_string(), config),
+            ("step".to_string(), self.step.to_string()),
+            ("rng".to_string(), self.rng.state().to_string()),
+        ]);
+        // safetensors without `std` has its own map type: collect into it.
+        safetensors::serialize(views, Some(metadata.into_iter().collect())).map_err(|e| bad(e.to_string()))
+    }
+
+    /// A new session on `gpu` built from the checkpoint's own config, then loaded from it.
+    pub fn from_checkpoint(gpu: Gpu, bytes: &[u8]) -> Result<Session> {
+        let (cfg, _) = read_header(bytes)?;
+        let mut session = Session::with_gpu(gpu, cfg)?;
+        session.load_checkpoint(bytes)?;
+        Ok(session)
+    }
+
+    /// Replaces this session's weights, optimizer state, step and sampler state with the
+    /// checkpoint's. The file must match this session's model exactly; on any error the
+    /// session is left as it was.
+    pub fn load_checkpoint(&mut self, bytes: &[u8]) -> Result<()> {
+        let (cfg, file) = read_header(bytes)?;
+        if cfg.model != self.cfg.model {
+            return Err(bad(format!(
+                "it holds a different model ({}) than this session ({})",
+                serde_json::to_string(&cfg.model).unwrap_or_default(),
+                serde_json::to_string(&self.cfg.model).unwrap_or_default()
+            )));
+        }
+        let metadata = file.1;
+        let step = metadata.get("step").and_then(|s| s.parse::<u64>().ok()).ok_or_else(|| bad("metadata `step` is missing or not a number"))?;
+        let rng = metadata.get("rng").and_then(|s| s.parse::<u64>().ok()).ok_or_else(|| bad("metadata `rng` is missing or not a number"))?;
+        let tensors = file.0;
+        let expected = 3 * self.params.entries.len();
+        if tensors.len() != expected {
+            return Err(bad(format!("it has {} tensors; this model needs {expected}", tensors.len())));
+        }
+        let mut flat = [vec![0f32; self.params.total], vec![0f32; self.params.total], vec![0f32; self.params.total]];
+        for (slot, prefix) in ["", "optimizer.m.", "optimizer.v."].iter().enumerate() {
+            for e in &self.params.entries {
+                let name = format!("{prefix}{}", e.spec.name);
+                let view = tensors.tensor(&name).map_err(|_| bad(format!("tensor `{name}` is missing")))?;
+                if view.dtype() != Dtype::F32 {
+                    return Err(bad(format!("tensor `{name}` is {:?}; Kiln stores F32", view.dtype())));
+                }
+                if view.shape() != e.spec.shape.as_slice() {
+                    return Err(bad(format!("tensor `{name}` has shape {:?}; this model needs {:?}", view.shape(), e.spec.shape)));
+                }
+                let len = view.data().len() / 4;
+                let dst = &mut flat[slot][e.offset..e.offset + len];
+                for (d, chunk) in dst.iter_mut().zip(view.data().chunks_exact(4)) {
+                    *d = f32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+                }
+            }
+        }
+        // Everything checked: only now does the running model change.
+        self.gpu.write(&self.params.weights, &flat[0])?;
+        self.gpu.write(&self.params.m, &flat[1])?;
+        self.gpu.write(&self.params.v, &flat[2])?;
+        self.step = step;
+        self.rng = Rng::from_state(rng);
+        self.reset_metrics_cursor();
+        Ok(())
+    }
+}
+
+type Parsed<'a> = (SafeTensors<'a>, HashMap<String, String>);
+
+/// Parses and checks the header: size, format, config.
+fn read_header(bytes: &[u8]) -> Result<(SessionConfig, Parsed<'_>)> {
+    if bytes.len() > MAX_CHECKPOINT_BYTES {
+        return Err(bad(format!("it is {} bytes; at most {MAX_CHECKPOINT_BYTES}", bytes.len())));
+    }
+    let (_, meta) = SafeTensors::read_metadata(bytes).map_err(|e| bad(format!("not a valid safetensors file: {e}")))?;
+    let tensors = SafeTensors::deserialize(bytes).map_err(|e| bad(format!("not a valid safetensors file: {e}")))?;
+    let metadata: HashMap<String, String> = meta.metadata().clone().unwrap_or_default().into_iter().collect();
+    if metadata.get("format").map(String::as_str) != Some(FORMAT) {
+        return Err(bad(format!("not a Kiln checkpoint (metadata `format` must be `{FORMAT}`)")));
+    }
+    let json = metadata.get("config").ok_or_else(|| bad("metadata `config` is missing"))?;
+    let cfg = SessionConfig::from_json(json).map_err(|e| bad(format!("its config is invalid: {e}")))?;
+    Ok((cfg, (tensors, metadata)))
+}

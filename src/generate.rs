@@ -1,0 +1,90 @@
+//! Text generation from a trained Llama: the prompt (or a newline) fills a window of `context`
+//! tokens, one forward pass gives the next token's logits, and a token is drawn from the top-k
+//! of softmax(logits / temperature) with a seeded generator. Temperature 0 is greedy.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{ensure, KilnError, Result};
+use crate::gpu::Op;
+use crate::model::ModelConfig;
+use crate::rng::Rng;
+use crate::train::Session;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GenerateOptions {
+    pub max_tokens: usize,
+    pub temperature: f32,
+    pub top_k: usize,
+    pub seed: u64,
+}
+
+impl Default for GenerateOptions {
+    fn default() -> Self {
+        GenerateOptions { max_tokens: 200, temperature: 0.8, top_k: 20, seed: 0 }
+    }
+}
+
+pub const MAX_GENERATED: usize = 4096;
+
+impl GenerateOptions {
+    pub fn validate(&self) -> Result<()> {
+        ensure((1..=MAX_GENERATED).contains(&self.max_tokens), "max_tokens", || format!("must be 1..={MAX_GENERATED}, got {}", self.max_tokens))?;
+        ensure(self.temperature.is_finite() && (0.0..=10.0).contains(&self.temperature), "temperature", || format!("must be in [0, 10], got {}", self.temperature))?;
+        ensure(self.top_k >= 1, "top_k", || format!("must be >= 1, got {}", self.top_k))
+    }
+}
+
+/// Index drawn from the top `k` of softmax(logits / temperature), or the argmax at temperature 0.
+pub fn sample(logits: &[f32], temperature: f32, k: usize, rng: &mut Rng) -> usize {
+    let mut order: Vec<usize> = (0..logits.len()).collect();
+    order.sort_by(|&a, &b| logits[b].total_cmp(&logits[a]).then(a.cmp(&b)));
+    if temperature == 0.0 {
+        return order[0];
+    }
+    order.truncate(k.clamp(1, logits.len()));
+    let top = logits[order[0]] as f64;
+    let weights: Vec<f64> = order.iter().map(|&i| ((logits[i] as f64 - top) / temperature as f64).exp()).collect();
+    let mut u = rng.uniform() * weights.iter().sum::<f64>();
+    for (w, &i) in weights.iter().zip(&order) {
+        if u < *w {
+            return i;
+        }
+        u -= w;
+    }
+    *order.last().expect("k >= 1")
+}
+
+impl Session {
+    /// Continues `prompt` by up to `opts.max_tokens` characters.
+    pub async fn generate(&self, prompt: &str, opts: &GenerateOptions) -> Result<String> {
+        opts.validate()?;
+        let ModelConfig::Llama(cfg) = &self.cfg.model else {
+            return Err(KilnError::invalid("model", "text generation needs a Llama model"));
+        };
+        let corpus = self.data.corpus().ok_or_else(|| KilnError::invalid("data", "text generation needs text data"))?;
+        let mut tokens = corpus.encode(prompt)?;
+        if tokens.is_empty() {
+            tokens = corpus.encode("\n").unwrap_or_else(|_| vec![0]);
+        }
+        let prompt_len = tokens.len();
+        let net = self.cfg.model.build(&self.gpu, &self.params, 1, false)?;
+        let ops: Vec<&Op> = net.forward.iter().collect();
+        let mut rng = Rng::new(opts.seed);
+        let (t, v) = (cfg.context, cfg.vocab);
+        for _ in 0..opts.max_tokens {
+            // The last `context` tokens, left-aligned; causal attention ignores the padding after.
+            let start = tokens.len().saturating_sub(t);
+            let mut window = tokens[start..].to_vec();
+            let last = window.len() - 1;
+            window.resize(t, 0);
+            self.gpu.write(&net.input, &window)?;
+            self.gpu.run(&ops)?;
+            let logits = self.gpu.read_f32(&net.output).await?;
+            // Only the characters the text uses can be drawn (vocab may exceed them).
+            let row = &logits[last * v..last * v + corpus.vocab()];
+            tokens.push(sample(row, opts.temperature, opts.top_k, &mut rng) as u32);
+        }
+        Ok(corpus.decode(&tokens[prompt_len..]))
+    }
+}
