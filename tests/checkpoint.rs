@@ -1,0 +1,91 @@
+//! Checkpoints: a round trip is bit-exact, a loaded run continues with exactly the losses of an
+//! uninterrupted one (all reductions are deterministic), and a truncated, corrupt or
+//! mismatched file is rejected with a clear error while the running model stays untouched.
+
+use kiln::presets::preset;
+use kiln::train::Session;
+use kiln::Gpu;
+use safetensors::SafeTensors;
+
+fn session(name: &str) -> Session {
+    let mut cfg = preset(name).expect("preset");
+    cfg.batch = 64;
+    pollster::block_on(async { Session::with_gpu(Gpu::new().await.expect("GPU"), cfg).expect("valid") })
+}
+
+/// Same tensors (names, shapes, bytes) and metadata; the header's key order may differ.
+fn same_contents(a: &[u8], b: &[u8]) -> bool {
+    let (ta, tb) = (SafeTensors::deserialize(a).unwrap(), SafeTensors::deserialize(b).unwrap());
+    let (ma, mb) = (SafeTensors::read_metadata(a).unwrap().1, SafeTensors::read_metadata(b).unwrap().1);
+    let mut names = ta.names();
+    names.sort();
+    let mut names_b = tb.names();
+    names_b.sort();
+    names == names_b
+        && ma.metadata() == mb.metadata()
+        && names.iter().all(|n| {
+            let (x, y) = (ta.tensor(n).unwrap(), tb.tensor(n).unwrap());
+            x.shape() == y.shape() && x.data() == y.data()
+        })
+}
+
+fn weights(s: &Session) -> Vec<u32> {
+    pollster::block_on(s.gpu.read_u32(&s.params.weights)).unwrap()
+}
+
+#[test]
+fn round_trip_is_bit_exact_and_training_continues_identically() {
+    pollster::block_on(async {
+        let mut a = session("mlp-spiral");
+        a.train(20).unwrap();
+        a.read_metrics().await.unwrap();
+        let bytes = a.save_checkpoint().await.unwrap();
+        a.train(15).unwrap();
+        let uninterrupted = a.read_metrics().await.unwrap();
+
+        let gpu = Gpu::new().await.unwrap();
+        let mut b = Session::from_checkpoint(gpu, &bytes).unwrap();
+        assert_eq!(b.step_count(), 20);
+        let again = b.save_checkpoint().await.unwrap();
+        assert!(same_contents(&bytes, &again), "save → load → save must reproduce every tensor and field");
+        b.train(15).unwrap();
+        let resumed = b.read_metrics().await.unwrap();
+        assert_eq!(resumed.len(), 15);
+        for (x, y) in uninterrupted.iter().zip(&resumed) {
+            assert_eq!((x.step, x.loss.to_bits(), x.grad_norm.to_bits()), (y.step, y.loss.to_bits(), y.grad_norm.to_bits()));
+        }
+        assert_eq!(weights(&a), weights(&b));
+    });
+}
+
+#[test]
+fn bad_files_are_rejected_and_leave_the_model_untouched() {
+    pollster::block_on(async {
+        let mut s = session("mlp-spiral");
+        s.train(5).unwrap();
+        let good = s.save_checkpoint().await.unwrap();
+        s.train(5).unwrap();
+        let before = weights(&s);
+
+        let mut corrupt_header = good.clone();
+        corrupt_header[10] = b'}';
+        let mut other = session("mlp-xor");
+        let xor = other.save_checkpoint().await.unwrap();
+        let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+            ("empty", vec![], "safetensors"),
+            ("truncated", good[..good.len() - 7].to_vec(), "safetensors"),
+            ("corrupt header", corrupt_header, "safetensors"),
+            ("another model", xor, "different model"),
+            ("random bytes", (0..4096u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect(), "safetensors"),
+        ];
+        for (what, bytes, expect) in cases {
+            let err = s.load_checkpoint(&bytes).expect_err(what).to_string();
+            assert!(err.contains("checkpoint") && err.contains(expect), "{what}: {err}");
+            assert_eq!(weights(&s), before, "{what}: the model changed");
+            assert_eq!(s.step_count(), 10, "{what}: the step changed");
+        }
+        other.load_checkpoint(&good).expect_err("a spiral checkpoint into an XOR model");
+        s.load_checkpoint(&good).unwrap();
+        assert_eq!(s.step_count(), 5);
+    });
+}
