@@ -95,21 +95,26 @@ impl Session {
         micro * self.cfg.optimizer.accumulation as usize + self.optimizer.ops().len()
     }
 
-    /// Runs `n` training steps without waiting for the GPU.
+    /// Runs `n` training steps on sampled batches without waiting for the GPU.
     pub fn train(&mut self, n: u64) -> Result<()> {
         for _ in 0..n {
-            self.step_once()?;
+            let micro = self.cfg.optimizer.accumulation as usize;
+            let batches: Vec<Batch> = (0..micro).map(|_| self.data.sample(&mut self.rng, self.cfg.batch, false)).collect();
+            self.train_on(&batches)?;
         }
         Ok(())
     }
 
-    fn step_once(&mut self) -> Result<()> {
+    /// One optimizer step on the given micro-batches (as many as `optimizer.accumulation`).
+    pub fn train_on(&mut self, batches: &[Batch]) -> Result<()> {
+        let micro_batches = self.cfg.optimizer.accumulation;
+        ensure(batches.len() == micro_batches as usize, "batches", || {
+            format!("one step takes {micro_batches} micro-batches, got {}", batches.len())
+        })?;
         let t = self.step + 1;
         self.optimizer.prepare(&self.gpu, t)?;
-        let micro_batches = self.cfg.optimizer.accumulation;
-        for micro in 0..micro_batches {
-            let batch = self.data.sample(&mut self.rng, self.cfg.batch, false);
-            self.upload(&batch)?;
+        for (micro, batch) in (0..micro_batches).zip(batches) {
+            self.upload(batch)?;
             let last = micro + 1 == micro_batches;
             let mut encoder = self.gpu.device.create_command_encoder(&Default::default());
             if micro == 0 {
