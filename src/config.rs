@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::data::points::PointTask;
+use crate::data::sequence::SequenceTask;
 use crate::error::{ensure, Result};
 use crate::model::ModelConfig;
 use crate::optim::OptimConfig;
@@ -31,10 +32,22 @@ pub struct TextData {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SequenceData {
+    pub task: SequenceTask,
+    /// Examples generated (one per line).
+    pub examples: usize,
+    /// Longest number in an example.
+    pub digits: usize,
+    pub validation_fraction: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DataConfig {
     Points(PointData),
     Text(TextData),
+    Sequence(SequenceData),
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -79,13 +92,13 @@ impl SessionConfig {
                 })?;
                 validation_fraction(d.validation_fraction)
             }
-            (ModelConfig::Llama(l), DataConfig::Text(t)) => {
-                validation_fraction(t.validation_fraction)?;
+            (ModelConfig::Llama(l), DataConfig::Text(TextData { validation_fraction: f, .. }) | DataConfig::Sequence(SequenceData { validation_fraction: f, .. })) => {
+                validation_fraction(*f)?;
                 let rows = self.batch * l.context;
                 ensure(rows <= 1 << 20, "batch", || format!("batch × context = {rows} tokens; at most {} per step", 1 << 20))
             }
             (ModelConfig::Mlp(_), _) => Err(crate::KilnError::invalid("data", "an MLP trains on points: use {\"points\": …}")),
-            (ModelConfig::Llama(_), _) => Err(crate::KilnError::invalid("data", "a Llama trains on text: use {\"text\": …}")),
+            (ModelConfig::Llama(_), _) => Err(crate::KilnError::invalid("data", "a Llama trains on text: use {\"text\": …} or {\"sequence\": …}")),
         }
     }
 }

@@ -1,7 +1,8 @@
 //! Named, ready-to-train configurations: what the page's preset menu and `kiln train <preset>`
 //! offer. Every preset passes `SessionConfig::validate` (a test checks them all).
 
-use crate::config::{DataConfig, PointData, SessionConfig, TextData};
+use crate::config::{DataConfig, PointData, SequenceData, SessionConfig, TextData};
+use crate::data::sequence::SequenceTask;
 use crate::data::PointTask;
 use crate::kernels::elementwise::Activation;
 use crate::model::llama::LlamaConfig;
@@ -18,6 +19,8 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("mlp-sine", "1→32→32→1 tanh MLP regressing a sine wave with MSE"),
     ("mlp-piecewise", "1→32→32→1 ReLU MLP regressing a step-ramp-flat function with MSE"),
     ("llama-tiny", "char-level Llama: d_model 64, 2 layers, 4 heads, context 64, on Genesis (KJV)"),
+    ("llama-reverse", "char-level Llama learning to reverse digit strings (`3141>1413`)"),
+    ("llama-addition", "char-level Llama learning multi-digit addition (`123+45=168`)"),
     ("llama-small", "char-level Llama: d_model 256, 4 layers, 8 heads, SwiGLU 1024, context 128, batch 32"),
 ];
 
@@ -45,15 +48,23 @@ pub fn preset(name: &str) -> Option<SessionConfig> {
 }
 
 fn llama_preset(name: &str) -> Option<SessionConfig> {
+    let task = match name {
+        "llama-reverse" => Some(SequenceTask::Reverse),
+        "llama-addition" => Some(SequenceTask::Addition),
+        _ => None,
+    };
     let (d_model, layers, heads, hidden, context, batch, lr, steps) = match name {
-        "llama-tiny" => (64, 2, 4, 192, 64, 16, 3e-3, 600),
+        "llama-tiny" | "llama-reverse" | "llama-addition" => (64, 2, 4, 192, 64, 16, 3e-3, 600),
         "llama-small" => (256, 4, 8, 1024, 128, 32, 1e-3, 5000),
         _ => return None,
     };
     let schedule = Schedule::WarmupCosine { warmup_steps: steps / 20, total_steps: steps, min_lr_fraction: 0.1 };
     Some(SessionConfig {
-        model: ModelConfig::Llama(LlamaConfig { vocab: 60, d_model, heads, layers, context, hidden, rope_theta: 10_000.0, norm_eps: 1e-5 }),
-        data: DataConfig::Text(TextData { text: None, validation_fraction: 0.1 }),
+        model: ModelConfig::Llama(LlamaConfig { vocab: if task.is_some() { 16 } else { 60 }, d_model, heads, layers, context, hidden, rope_theta: 10_000.0, norm_eps: 1e-5 }),
+        data: match task {
+            Some(task) => DataConfig::Sequence(SequenceData { task, examples: 5000, digits: 6, validation_fraction: 0.1 }),
+            None => DataConfig::Text(TextData { text: None, validation_fraction: 0.1 }),
+        },
         batch,
         optimizer: OptimConfig { lr, weight_decay: 0.1, beta2: 0.99, schedule, ..OptimConfig::default() },
         seed: 1,

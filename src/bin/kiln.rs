@@ -1,7 +1,7 @@
 //! `kiln`: the native command line.
 //!   kiln info                      the GPU adapter Kiln trains on
 //!   kiln presets                   the presets `train` accepts
-//!   kiln train <preset> [--steps N] [--seed S]
+//!   kiln train <preset> [--steps N] [--seed S] [--save FILE] [--resume FILE]
 
 #[cfg(not(target_arch = "wasm32"))]
 mod cli {
@@ -10,6 +10,8 @@ mod cli {
 
     use indicatif::{ProgressBar, ProgressStyle};
     use kiln::presets::{preset, PRESETS};
+    use kiln::generate::GenerateOptions;
+    use kiln::model::ModelConfig;
     use kiln::train::Session;
     use kiln::{Gpu, KilnError, Result};
 
@@ -21,9 +23,13 @@ mod cli {
                 PRESETS.iter().for_each(|(name, what)| println!("{name:16} {what}"));
                 Ok(())
             }
+            Some("-h" | "--help" | "help") => {
+                println!("kiln info | kiln presets | kiln train <preset> [--steps N] [--seed S] [--save FILE] [--resume FILE]");
+                Ok(())
+            }
             Some("train") => pollster::block_on(train(&args[1..])),
             _ => {
-                eprintln!("usage: kiln info | kiln presets | kiln train <preset> [--steps N] [--seed S]");
+                eprintln!("usage: kiln info | kiln presets | kiln train <preset> [--steps N] [--seed S] [--save FILE] [--resume FILE]");
                 return ExitCode::from(2);
             }
         };
@@ -44,12 +50,16 @@ mod cli {
     }
 
     fn flag(args: &[String], name: &str, default: u64) -> Result<u64> {
-        match args.iter().position(|a| a == name) {
+        match text_flag(args, name)? {
             None => Ok(default),
-            Some(i) => args
-                .get(i + 1)
-                .and_then(|v| v.parse().ok())
-                .ok_or_else(|| KilnError::invalid(name, "expects a whole number")),
+            Some(v) => v.parse().map_err(|_| KilnError::invalid(name, format!("expects a whole number, got `{v}`"))),
+        }
+    }
+
+    fn text_flag<'a>(args: &'a [String], name: &str) -> Result<Option<&'a str>> {
+        match args.iter().position(|a| a == name) {
+            None => Ok(None),
+            Some(i) => args.get(i + 1).map(|v| Some(v.as_str())).ok_or_else(|| KilnError::invalid(name, "expects a value")),
         }
     }
 
@@ -60,7 +70,13 @@ mod cli {
         cfg.seed = flag(args, "--seed", cfg.seed)?;
         let gpu = Gpu::new().await?;
         println!("training {name} on {} ({})", gpu.summary().name, gpu.summary().backend);
-        let mut session = Session::with_gpu(gpu, cfg)?;
+        let mut session = match text_flag(args, "--resume")? {
+            Some(path) => {
+                let bytes = std::fs::read(path).map_err(|e| KilnError::invalid("--resume", format!("cannot read {path}: {e}")))?;
+                Session::from_checkpoint(gpu, &bytes)?
+            }
+            None => Session::with_gpu(gpu, cfg)?,
+        };
         println!("{} parameters, {} dispatches per step", session.params.count(), session.dispatches_per_step());
         let bar = ProgressBar::new(steps);
         bar.set_style(
@@ -68,17 +84,19 @@ mod cli {
                 .map_err(|e| KilnError::Gpu(e.to_string()))?,
         );
         let start = Instant::now();
+        let first_step = session.step_count();
+        let tokens_per_step = (session.cfg.batch * session.model().rows_per_example()) as f64;
         let mut last_loss = f32::NAN;
-        let chunk = 100;
+        let chunk = if matches!(session.model(), ModelConfig::Llama(_)) { 10 } else { 100 };
         while session.step_count() < steps {
             let n = chunk.min(steps - session.step_count());
             session.train(n)?;
             if let Some(m) = session.read_metrics().await?.last() {
                 last_loss = m.loss;
             }
-            let rate = session.step_count() as f64 / start.elapsed().as_secs_f64();
+            let rate = (session.step_count() - first_step) as f64 / start.elapsed().as_secs_f64();
             bar.set_position(session.step_count());
-            bar.set_message(format!("loss {last_loss:.4}  {rate:.0} steps/s"));
+            bar.set_message(format!("loss {last_loss:.4}  {rate:.1} steps/s  {:.0} tokens/s", rate * tokens_per_step));
         }
         bar.finish();
         let eval = session.evaluate(true).await?;
@@ -86,6 +104,13 @@ mod cli {
             Some(acc) => println!("validation: loss {:.4}, accuracy {:.1}%", eval.loss, acc * 100.0),
             None => println!("validation: mse {:.5}", eval.loss),
         }
+        if matches!(session.model(), ModelConfig::Llama(_)) {
+            let opts = GenerateOptions { max_tokens: 300, seed: session.step_count(), ..GenerateOptions::default() };
+            println!("sample:\nAnd God said{}", session.generate("And God said", &opts).await?);
+        }
+        let path = text_flag(args, "--save")?.map(str::to_string).unwrap_or_else(|| format!("{name}.safetensors"));
+        std::fs::write(&path, session.save_checkpoint().await?).map_err(|e| KilnError::invalid("--save", format!("cannot write {path}: {e}")))?;
+        println!("checkpoint: {path} (resume with --resume {path})");
         Ok(())
     }
 }

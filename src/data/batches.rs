@@ -3,6 +3,7 @@
 
 use crate::config::DataConfig;
 use crate::data::points::{from_csv, generate, Points};
+use crate::data::sequence::generate_text;
 use crate::data::text::{TextCorpus, GENESIS};
 use crate::error::{ensure, Result};
 use crate::rng::Rng;
@@ -40,6 +41,10 @@ impl Batches {
             }
             DataConfig::Text(t) => Batches::Text {
                 corpus: TextCorpus::new(t.text.as_deref().unwrap_or(GENESIS), t.validation_fraction)?,
+                context,
+            },
+            DataConfig::Sequence(q) => Batches::Text {
+                corpus: TextCorpus::new(&generate_text(q.task, q.examples, q.digits, seed)?, q.validation_fraction)?,
                 context,
             },
         })

@@ -3,6 +3,7 @@
 
 pub mod batches;
 pub mod points;
+pub mod sequence;
 pub mod text;
 
 pub use points::{PointTask, Points};
