@@ -11,6 +11,8 @@ use crate::error::{ensure, KilnError, Result};
 use crate::gpu::{Gpu, Op};
 use crate::kernels::embedding::check_tokens;
 use crate::kernels::loss::{check_targets, cross_entropy, mse_loss, mse_loss_backward};
+use crate::kernels::metrics::{record_metrics, MetricsBuffers, MetricsParams};
+use crate::kernels::optimizer::UniformOp;
 use crate::model::params::ParamStore;
 use crate::model::{ModelConfig, Net};
 use crate::optim::Optimizer;
@@ -44,10 +46,14 @@ pub struct Session {
     optimizer: Optimizer,
     /// (rows) labels / next tokens, or (rows, 1) regression targets, of the current batch
     targets: Tensor,
-    /// (1) mean loss of the current batch
-    loss: Tensor,
-    /// (METRIC_SLOTS, 2) [loss, grad norm²] per step, at slot step % METRIC_SLOTS
+    /// (METRIC_SLOTS, 2 + tensors) [loss, grad norm, update/weight ratio per tensor] per step,
+    /// at row step % METRIC_SLOTS
     metrics: Tensor,
+    /// (P) the flat weights before this step's update, for the update/weight ratios
+    prev_weights: Tensor,
+    record: UniformOp<MetricsParams>,
+    /// Update/weight ratio of each parameter tensor at the last step read back.
+    last_ratios: Vec<f32>,
     pub(crate) rng: Rng,
     pub(crate) step: u64,
     read_up_to: u64,
@@ -66,6 +72,7 @@ impl Session {
         let params = ParamStore::new(&gpu, cfg.model.param_specs(), cfg.seed)?;
         let net = cfg.model.build(&gpu, &params, cfg.batch, true)?;
         let rows = cfg.batch * cfg.model.rows_per_example();
+        // (1) mean loss of the current batch, read by the metrics kernel
         let loss = gpu.tensor("loss", &[1])?;
         let (targets, loss_ops) = if data.points(false).is_some_and(|p| p.labels.is_empty()) {
             let targets = gpu.tensor("targets", &[rows, 1])?;
@@ -80,9 +87,16 @@ impl Session {
             (targets, ops)
         };
         let optimizer = Optimizer::new(&gpu, &params, cfg.optimizer.clone())?;
-        let metrics = gpu.tensor("metrics ring", &[METRIC_SLOTS, 2])?;
+        let tensors = params.entries.len();
+        let metrics = gpu.tensor("metrics ring", &[METRIC_SLOTS, 2 + tensors])?;
+        let prev_weights = gpu.tensor("previous weights", &[params.total])?;
+        let table: Vec<u32> = params.entries.iter().flat_map(|e| [e.offset as u32, e.spec.shape.iter().product::<usize>() as u32]).collect();
+        let table = gpu.tensor_from("parameter table", &[tensors, 2], &table)?;
+        let buffers = MetricsBuffers { weights: &params.weights, prev: &prev_weights, table: &table, loss: &loss, norm_sq: &optimizer.norm_sq, ring: &metrics };
+        let record = record_metrics(&gpu, &buffers, tensors, 0)?;
         let rng = Rng::new(cfg.seed ^ 2);
-        Ok(Session { gpu, cfg, params, data, net, loss_ops, optimizer, targets, loss, metrics, rng, step: 0, read_up_to: 0 })
+        let last_ratios = vec![0.0; tensors];
+        Ok(Session { gpu, cfg, params, data, net, loss_ops, optimizer, targets, metrics, prev_weights, record, last_ratios, rng, step: 0, read_up_to: 0 })
     }
 
     pub fn step_count(&self) -> u64 {
@@ -113,6 +127,9 @@ impl Session {
         })?;
         let t = self.step + 1;
         self.optimizer.prepare(&self.gpu, t)?;
+        let tensors = self.params.entries.len() as u32;
+        let row = MetricsParams { tensors, row: (t as usize % METRIC_SLOTS) as u32, stride: 2 + tensors, pad: 0 };
+        self.record.set(&self.gpu, &row)?;
         for (micro, batch) in (0..micro_batches).zip(batches) {
             self.upload(batch)?;
             let last = micro + 1 == micro_batches;
@@ -120,20 +137,17 @@ impl Session {
             if micro == 0 {
                 encoder.clear_buffer(self.params.grads.buffer(), 0, None);
             }
+            if last {
+                let (w, prev) = (&self.params.weights, &self.prev_weights);
+                encoder.copy_buffer_to_buffer(w.buffer(), w.offset(), prev.buffer(), prev.offset(), w.bytes());
+            }
             {
                 let mut pass = encoder.begin_compute_pass(&Default::default());
                 let ops = self.net.forward.iter().chain(&self.loss_ops).chain(&self.net.backward);
-                let update = if last { self.optimizer.ops() } else { vec![] };
+                let update = if last { self.optimizer.ops().into_iter().chain([&self.record.op]).collect() } else { vec![] };
                 for op in ops.chain(update) {
                     op.encode(&mut pass);
                 }
-            }
-            if last {
-                let slot = (t as usize % METRIC_SLOTS) as u64 * 8;
-                let ring = self.metrics.buffer();
-                encoder.copy_buffer_to_buffer(self.loss.buffer(), self.loss.offset(), ring, slot, 4);
-                let norm = &self.optimizer.norm_sq;
-                encoder.copy_buffer_to_buffer(norm.buffer(), norm.offset(), ring, slot + 4, 4);
             }
             self.gpu.queue.submit([encoder.finish()]);
         }
@@ -164,15 +178,26 @@ impl Session {
     /// Loss and gradient norm of every step since the last call (at most METRIC_SLOTS).
     pub async fn read_metrics(&mut self) -> Result<Vec<StepMetrics>> {
         let ring = self.gpu.read_f32(&self.metrics).await?;
+        let stride = 2 + self.params.entries.len();
         let first = self.read_up_to.max(self.step.saturating_sub(METRIC_SLOTS as u64)) + 1;
         let out = (first..=self.step)
             .map(|step| {
-                let slot = step as usize % METRIC_SLOTS;
-                StepMetrics { step, loss: ring[slot * 2], grad_norm: ring[slot * 2 + 1].sqrt() }
+                let row = &ring[(step as usize % METRIC_SLOTS) * stride..][..stride];
+                StepMetrics { step, loss: row[0], grad_norm: row[1] }
             })
             .collect();
+        if self.step > self.read_up_to {
+            let row = (self.step as usize % METRIC_SLOTS) * stride;
+            self.last_ratios = ring[row + 2..row + stride].to_vec();
+        }
         self.read_up_to = self.step;
         Ok(out)
+    }
+
+    /// Each parameter tensor's update/weight ratio ||Δw||/||w|| at the last step read back by
+    /// `read_metrics` (computed on the GPU every step).
+    pub fn update_ratios(&self) -> Vec<(String, f32)> {
+        self.params.entries.iter().map(|e| e.spec.name.clone()).zip(self.last_ratios.iter().copied()).collect()
     }
 
     /// Model outputs (rows, outputs) for a batch of `examples` inputs: (examples, input_dim) f32

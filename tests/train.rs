@@ -42,6 +42,13 @@ fn mlp_learns_spiral_to_95_percent_validation_accuracy() {
         let (first, last) = (metrics[0].loss, metrics.last().unwrap().loss);
         assert!(last < first, "train loss did not fall: {first} -> {last}");
         assert!(metrics.iter().all(|m| m.loss.is_finite() && m.grad_norm.is_finite()));
+        let ratios = s.update_ratios();
+        assert_eq!(ratios.len(), 6, "3 layers × (weight, bias)");
+        // AdamW moves each tensor by about lr per element: a ratio far outside this range means
+        // the ring or the kernel is wrong.
+        for (name, r) in &ratios {
+            assert!(r.is_finite() && *r > 1e-6 && *r < 0.5, "{name}: update/weight ratio {r}");
+        }
     });
 }
 

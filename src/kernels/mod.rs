@@ -15,6 +15,7 @@ pub mod elementwise;
 pub mod embedding;
 pub mod loss;
 pub mod matmul;
+pub mod metrics;
 pub mod norm;
 pub mod optimizer;
 pub mod quant;
@@ -80,6 +81,7 @@ families! {
     Quant => "quant",
     Conv => "conv",
     Sampling => "sampling",
+    Metrics => "metrics",
 }
 
 /// Every kernel of every family.
@@ -98,6 +100,7 @@ pub fn all_kernels() -> Vec<&'static Kernel> {
         quant::KERNELS,
         conv::KERNELS,
         sampling::KERNELS,
+        metrics::KERNELS,
     ]
     .concat()
 }

@@ -107,6 +107,10 @@ pub struct UniformOp<P> {
 }
 
 impl<P: bytemuck::Pod + Validate> UniformOp<P> {
+    pub fn new(op: Op, params: wgpu::Buffer) -> UniformOp<P> {
+        UniformOp { op, params, kind: PhantomData }
+    }
+
     pub fn set(&self, gpu: &Gpu, params: &P) -> Result<()> {
         params.validate()?;
         gpu.write_uniform(&self.params, params);

@@ -19,5 +19,6 @@ mod embedding;
 mod quant;
 mod conv;
 mod sampling;
+mod metrics;
 #[cfg(not(target_arch = "wasm32"))]
 mod coverage;
