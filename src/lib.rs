@@ -1,6 +1,8 @@
 //! Kiln: train tiny neural networks live on the GPU, natively and in the browser.
 //! See ARCHITECTURE.md for the data flow and how to add a kernel.
 
+#[cfg(not(target_arch = "wasm32"))]
+pub mod bench;
 pub mod checkpoint;
 pub mod config;
 pub mod data;

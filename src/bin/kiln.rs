@@ -24,12 +24,13 @@ mod cli {
                 Ok(())
             }
             Some("-h" | "--help" | "help") => {
-                println!("kiln info | kiln presets | kiln train <preset> [--steps N] [--seed S] [--save FILE] [--resume FILE]");
+                println!("kiln info | kiln presets | kiln train <preset> [--steps N] [--seed S] [--save FILE] [--resume FILE] | kiln bench [--quick] [--seconds S] [--json FILE]");
                 Ok(())
             }
             Some("train") => pollster::block_on(train(&args[1..])),
+            Some("bench") => bench(&args[1..]),
             _ => {
-                eprintln!("usage: kiln info | kiln presets | kiln train <preset> [--steps N] [--seed S] [--save FILE] [--resume FILE]");
+                eprintln!("usage: kiln info | kiln presets | kiln train <preset> [--steps N] [--seed S] [--save FILE] [--resume FILE] | kiln bench [--quick] [--seconds S] [--json FILE]");
                 return ExitCode::from(2);
             }
         };
@@ -40,6 +41,20 @@ mod cli {
                 ExitCode::FAILURE
             }
         }
+    }
+
+    /// `kiln bench [--quick] [--seconds S] [--json FILE]`
+    fn bench(args: &[String]) -> Result<()> {
+        let quick = args.iter().any(|a| a == "--quick");
+        let seconds = flag(args, "--seconds", 3)? as f64;
+        let report = pollster::block_on(kiln::bench::run(quick, seconds))?;
+        kiln::bench::print(&report);
+        if let Some(path) = text_flag(args, "--json")? {
+            let json = serde_json::to_string_pretty(&report).map_err(|e| KilnError::invalid("--json", e.to_string()))?;
+            std::fs::write(path, json).map_err(|e| KilnError::invalid("--json", format!("cannot write {path}: {e}")))?;
+            println!("\nwrote {path}");
+        }
+        Ok(())
     }
 
     async fn info() -> Result<()> {
