@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{ensure, Result};
 use crate::gpu::{Gpu, Op};
 use crate::kernels::optimizer::{adamw_update, grad_norm_squared, gradient_scale, norm_partials_len, sgd_update, AdamWParams, SgdParams, UniformOp};
+use crate::kernels::reduce::{sum_final, Final};
 use crate::model::params::ParamStore;
 use crate::tensor::Tensor;
 
@@ -152,6 +153,14 @@ impl Optimizer {
             });
         }
         Ok(Optimizer { cfg, norm_sq, ops_before_update, updates })
+    }
+
+    /// Makes a non-finite `loss` (1) poison the squared norm too (norm² += 0·loss), so the
+    /// update kernels' NaN guard skips the step whether the loss or a gradient blew up.
+    pub fn guard_loss(&mut self, gpu: &Gpu, loss: &Tensor) -> Result<()> {
+        let at = Final { index: 0, scale: 0.0, accumulate: true };
+        self.ops_before_update.push(sum_final(gpu, loss, 1, &self.norm_sq, at)?);
+        Ok(())
     }
 
     /// Writes the uniforms for 1-based step `t` (learning rate, bias correction).

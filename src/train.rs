@@ -27,7 +27,12 @@ pub struct StepMetrics {
     pub step: u64,
     pub loss: f32,
     pub grad_norm: f32,
+    /// The gradient norm was not finite, so the GPU skipped this step's update.
+    pub skipped: bool,
 }
+
+/// Non-finite steps in a row after which `read_metrics` stops the run with `Diverged`.
+pub const MAX_SKIPS_IN_A_ROW: u64 = 8;
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Evaluation {
@@ -57,6 +62,9 @@ pub struct Session {
     pub(crate) rng: Rng,
     pub(crate) step: u64,
     read_up_to: u64,
+    /// Steps whose update the NaN guard skipped: in all, and in a row up to the last read.
+    pub skipped_steps: u64,
+    skipped_in_a_row: u64,
 }
 
 impl Session {
@@ -86,7 +94,8 @@ impl Session {
             let ops = cross_entropy(&gpu, &net.output, &targets, &row_loss, &loss, &net.d_output)?;
             (targets, ops)
         };
-        let optimizer = Optimizer::new(&gpu, &params, cfg.optimizer.clone())?;
+        let mut optimizer = Optimizer::new(&gpu, &params, cfg.optimizer.clone())?;
+        optimizer.guard_loss(&gpu, &loss)?;
         let tensors = params.entries.len();
         let metrics = gpu.tensor("metrics ring", &[METRIC_SLOTS, 2 + tensors])?;
         let prev_weights = gpu.tensor("previous weights", &[params.total])?;
@@ -96,7 +105,7 @@ impl Session {
         let record = record_metrics(&gpu, &buffers, tensors, 0)?;
         let rng = Rng::new(cfg.seed ^ 2);
         let last_ratios = vec![0.0; tensors];
-        Ok(Session { gpu, cfg, params, data, net, loss_ops, optimizer, targets, metrics, prev_weights, record, last_ratios, rng, step: 0, read_up_to: 0 })
+        Ok(Session { gpu, cfg, params, data, net, loss_ops, optimizer, targets, metrics, prev_weights, record, last_ratios, rng, step: 0, read_up_to: 0, skipped_steps: 0, skipped_in_a_row: 0 })
     }
 
     pub fn step_count(&self) -> u64 {
@@ -183,14 +192,26 @@ impl Session {
         let out = (first..=self.step)
             .map(|step| {
                 let row = &ring[(step as usize % METRIC_SLOTS) * stride..][..stride];
-                StepMetrics { step, loss: row[0], grad_norm: row[1] }
+                StepMetrics { step, loss: row[0], grad_norm: row[1], skipped: !row[1].is_finite() }
             })
-            .collect();
+            .collect::<Vec<_>>();
+        for m in &out {
+            self.skipped_steps += u64::from(m.skipped);
+            self.skipped_in_a_row = if m.skipped { self.skipped_in_a_row + 1 } else { 0 };
+        }
         if self.step > self.read_up_to {
             let row = (self.step as usize % METRIC_SLOTS) * stride;
             self.last_ratios = ring[row + 2..row + stride].to_vec();
         }
         self.read_up_to = self.step;
+        if self.skipped_in_a_row >= MAX_SKIPS_IN_A_ROW {
+            return Err(KilnError::Diverged(format!(
+                "the loss or gradient was not finite for the last {} steps (NaN guard: those updates were skipped, \
+                 so the weights are still those before them). Lower the learning rate (now {}), turn on gradient \
+                 clipping, or reset.",
+                self.skipped_in_a_row, self.cfg.optimizer.lr
+            )));
+        }
         Ok(out)
     }
 
