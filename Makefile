@@ -8,7 +8,7 @@ export RUST_TEST_THREADS ?= 2
 # Vulkan loaders complain when this is unset; any private directory will do.
 export XDG_RUNTIME_DIR ?= /tmp/kiln-xdg-$(shell id -u)
 
-.PHONY: test test-native test-browser serve setup-test setup-serve clean
+.PHONY: test test-native test-browser serve setup-test setup-serve bench bench-torch clean
 
 test: setup-test test-native test-browser
 	@echo "make test: all suites passed"
@@ -27,6 +27,15 @@ test-native:
 test-browser:
 	cargo test --target wasm32-unknown-unknown --test kernels --test gpu -- --nocapture 2>&1 | tee target/browser-tests.log
 	@echo "browser kernel checks: $$(grep -o 'kernel checks: [^:]*: [0-9]* passed' target/browser-tests.log | awk '{s+=$$4} END {print s+0}') passed"
+
+# Native benchmarks on the best adapter: table on stdout, JSON in target/bench-native.json.
+# BENCH_ARGS=--quick keeps sizes a CPU adapter (llvmpipe) finishes in about a minute.
+bench: setup-test
+	cargo run --release --bin kiln -- bench $(BENCH_ARGS) --json target/bench-native.json
+
+# The PyTorch side of the comparison (needs a Python with torch; CUDA when there is a GPU).
+bench-torch:
+	python3 bench/torch_reference.py --json target/bench-torch.json
 
 serve: setup-serve
 	trunk serve

@@ -112,12 +112,27 @@ impl Session {
 
 type Parsed<'a> = (SafeTensors<'a>, HashMap<String, String>);
 
+/// Why tensor data and file length disagree, when the header itself parses: trailing bytes,
+/// or data missing (a gap or a cut). Empty when it cannot tell.
+fn coverage(bytes: &[u8]) -> String {
+    let Some(n) = bytes.get(..8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])) as usize) else { return String::new() };
+    let Some(header) = bytes.get(8..8usize.saturating_add(n)) else { return String::new() };
+    let Ok(json) = serde_json::from_slice::<HashMap<String, serde_json::Value>>(header) else { return String::new() };
+    let end = json.values().filter_map(|t| t.get("data_offsets")?.get(1)?.as_u64()).max().unwrap_or(0) as usize;
+    let have = bytes.len() - 8 - n;
+    match have.cmp(&end) {
+        std::cmp::Ordering::Greater => format!(" ({} trailing bytes after the last tensor)", have - end),
+        std::cmp::Ordering::Less => format!(" (the tensors need {end} bytes of data, the file has {have})"),
+        std::cmp::Ordering::Equal => String::new(),
+    }
+}
+
 /// Parses and checks the header: size, format, config.
 fn read_header(bytes: &[u8]) -> Result<(SessionConfig, Parsed<'_>)> {
     if bytes.len() > MAX_CHECKPOINT_BYTES {
         return Err(bad(format!("it is {} bytes; at most {MAX_CHECKPOINT_BYTES}", bytes.len())));
     }
-    let (_, meta) = SafeTensors::read_metadata(bytes).map_err(|e| bad(format!("not a valid safetensors file: {e}")))?;
+    let (_, meta) = SafeTensors::read_metadata(bytes).map_err(|e| bad(format!("not a valid safetensors file: {e}{}", coverage(bytes))))?;
     let tensors = SafeTensors::deserialize(bytes).map_err(|e| bad(format!("not a valid safetensors file: {e}")))?;
     let metadata: HashMap<String, String> = meta.metadata().clone().unwrap_or_default().into_iter().collect();
     if metadata.get("format").map(String::as_str) != Some(FORMAT) {
