@@ -39,14 +39,14 @@ pub fn check_tokens(tokens: &[u32], vocab: usize) -> Result<()> {
 /// (N, C, V) from the tensors' lengths, or an error naming the tensor that does not fit.
 fn shape(tokens: &Tensor, rows: &Tensor, table: &Tensor) -> Result<EmbParams> {
     let n = tokens.len();
-    if n == 0 || rows.len() % n != 0 || rows.len() == 0 {
+    if n == 0 || rows.is_empty() || !rows.len().is_multiple_of(n) {
         return Err(KilnError::invalid(
             rows.name(),
             format!("{} elements are not {n} rows (one per token) of C channels", rows.len()),
         ));
     }
     let c = rows.len() / n;
-    if table.len() % c != 0 {
+    if !table.len().is_multiple_of(c) {
         return Err(KilnError::invalid(
             table.name(),
             format!("{} elements are not whole rows of C = {c} channels", table.len()),
