@@ -5,7 +5,7 @@
 //! ~250 dout rows of values in [-1, 1] per dtable element in f32 (ascending n, like the
 //! reference but rounded at each step): about sqrt(250)·|sum|·6e-8, so atol 1e-4 + rtol 1e-5.
 
-use kiln::kernels::embedding::{self as emb, check_tokens, reference};
+use kiln::kernels::embedding::{self as emb, reference};
 use kiln::{Gpu, KilnError};
 
 use crate::common::*;
@@ -78,8 +78,8 @@ crate::gpu_test!(embedding_kernels_match_reference, run);
 #[cfg(not(target_arch = "wasm32"))]
 #[test]
 fn check_tokens_names_the_bad_position() {
-    assert!(check_tokens(&[0, 4, 2], 5).is_ok());
-    match check_tokens(&[0, 4, 5, 9], 5) {
+    assert!(emb::check_tokens(&[0, 4, 2], 5).is_ok());
+    match emb::check_tokens(&[0, 4, 5, 9], 5) {
         Err(KilnError::InvalidInput { field, message }) => {
             assert_eq!(field, "tokens");
             assert!(message.contains("position 2") && message.contains("token 5"), "{message}");
