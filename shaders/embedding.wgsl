@@ -51,9 +51,9 @@ fn embedding_backward(@builtin(local_invocation_index) lid: u32, @builtin(workgr
         eb_scan[lid] = u32(hit);
         workgroupBarrier();
         // Hillis–Steele scan: read, barrier, write, barrier (log2(256) = 8 steps).
-        for (var step = 1u; step < ROW_WG; step = step << 1u) {
+        for (var off = 1u; off < ROW_WG; off = off << 1u) {
             var add = 0u;
-            if (lid >= step) { add = eb_scan[lid - step]; }
+            if (lid >= off) { add = eb_scan[lid - off]; }
             workgroupBarrier();
             eb_scan[lid] += add;
             workgroupBarrier();

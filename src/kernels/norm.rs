@@ -35,7 +35,7 @@ pub struct NormParams {
 /// (C, rows) of `x` normalized over `weight`'s length, or an error naming the bad tensor.
 fn shape(x: &Tensor, weight: &Tensor) -> Result<(usize, usize)> {
     let c = weight.len();
-    if c == 0 || x.len() % c != 0 {
+    if c == 0 || !x.len().is_multiple_of(c) {
         return Err(KilnError::invalid(
             x.name(),
             format!("{} elements are not whole rows of {c} channels (the weight's length)", x.len()),

@@ -40,7 +40,7 @@ impl RopeConfig {
     /// Checks the config against a buffer of `len` floats and returns its token count.
     pub fn tokens(&self, len: usize, buffer: &str) -> Result<usize> {
         let bad = |field: &str, msg: String| Err(KilnError::invalid(field, msg));
-        if self.head_dim == 0 || self.head_dim % 2 != 0 {
+        if self.head_dim == 0 || !self.head_dim.is_multiple_of(2) {
             return bad("head_dim", format!("must be even and > 0 (pairs i, i + head_dim/2), got {}", self.head_dim));
         }
         if self.heads == 0 {
@@ -56,7 +56,7 @@ impl RopeConfig {
         if !(self.theta.is_finite() && self.theta > 0.0) {
             return bad("theta", format!("must be finite and > 0, got {}", self.theta));
         }
-        if len % self.token_stride != 0 || (len / self.token_stride) % self.seq_len != 0 {
+        if !len.is_multiple_of(self.token_stride) || !(len / self.token_stride).is_multiple_of(self.seq_len) {
             return bad(
                 buffer,
                 format!(

@@ -31,7 +31,7 @@ pub struct SoftmaxParams {
 }
 
 fn params(x: &Tensor, len: usize, mask: Mask) -> Result<SoftmaxParams> {
-    if len == 0 || x.len() % len != 0 {
+    if len == 0 || !x.len().is_multiple_of(len) {
         return Err(KilnError::invalid(
             x.name(),
             format!("{} elements are not whole rows of len {len}", x.len()),

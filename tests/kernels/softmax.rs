@@ -82,7 +82,8 @@ pub async fn run(gpu: &Gpu, c: &mut Checks) {
     }
     // Bad input is an error naming the field.
     let x = gpu.tensor("x", &[3, 10]).unwrap();
-    assert!(matches!(sm::softmax(gpu, &x, &x, 7, Mask::None), Err(kiln::KilnError::InvalidInput { field, .. }) if field == "x"));
+    let bad = sm::softmax(gpu, &x, &x, 7, Mask::None);
+    assert!(matches!(bad, Err(kiln::KilnError::InvalidInput { field, .. }) if field == "x"));
     let bad = sm::softmax(gpu, &x, &x, 10, Mask::Causal { seq_len: 0 });
     assert!(matches!(bad, Err(kiln::KilnError::InvalidInput { field, .. }) if field == "seq_len"));
 }
