@@ -11,6 +11,8 @@ use safetensors::SafeTensors;
 use crate::config::SessionConfig;
 use crate::error::{KilnError, Result};
 use crate::gpu::Gpu;
+use crate::model::params::Layout;
+use crate::model::ModelConfig;
 use crate::rng::Rng;
 use crate::train::Session;
 
@@ -65,49 +67,81 @@ impl Session {
     /// checkpoint's. The file must match this session's model exactly; on any error the
     /// session is left as it was.
     pub fn load_checkpoint(&mut self, bytes: &[u8]) -> Result<()> {
-        let (cfg, file) = read_header(bytes)?;
-        if cfg.model != self.cfg.model {
-            return Err(bad(format!(
-                "it holds a different model ({}) than this session ({})",
-                serde_json::to_string(&cfg.model).unwrap_or_default(),
-                serde_json::to_string(&self.cfg.model).unwrap_or_default()
-            )));
-        }
-        let metadata = file.1;
-        let step = metadata.get("step").and_then(|s| s.parse::<u64>().ok()).ok_or_else(|| bad("metadata `step` is missing or not a number"))?;
-        let rng = metadata.get("rng").and_then(|s| s.parse::<u64>().ok()).ok_or_else(|| bad("metadata `rng` is missing or not a number"))?;
-        let tensors = file.0;
-        let expected = 3 * self.params.entries.len();
-        if tensors.len() != expected {
-            return Err(bad(format!("it has {} tensors; this model needs {expected}", tensors.len())));
-        }
-        let mut flat = [vec![0f32; self.params.total], vec![0f32; self.params.total], vec![0f32; self.params.total]];
-        for (slot, prefix) in ["", "optimizer.m.", "optimizer.v."].iter().enumerate() {
-            for e in &self.params.entries {
-                let name = format!("{prefix}{}", e.spec.name);
-                let view = tensors.tensor(&name).map_err(|_| bad(format!("tensor `{name}` is missing")))?;
-                if view.dtype() != Dtype::F32 {
-                    return Err(bad(format!("tensor `{name}` is {:?}; Kiln stores F32", view.dtype())));
-                }
-                if view.shape() != e.spec.shape.as_slice() {
-                    return Err(bad(format!("tensor `{name}` has shape {:?}; this model needs {:?}", view.shape(), e.spec.shape)));
-                }
-                let len = view.data().len() / 4;
-                let dst = &mut flat[slot][e.offset..e.offset + len];
-                for (d, chunk) in dst.iter_mut().zip(view.data().chunks_exact(4)) {
-                    *d = f32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
-                }
-            }
-        }
+        let layout = Layout { entries: self.params.entries.clone(), decay_end: self.params.decay_end, total: self.params.total };
+        let decoded = decode(bytes, Some((&self.cfg.model, &layout)))?;
         // Everything checked: only now does the running model change.
-        self.gpu.write(&self.params.weights, &flat[0])?;
-        self.gpu.write(&self.params.m, &flat[1])?;
-        self.gpu.write(&self.params.v, &flat[2])?;
-        self.step = step;
-        self.rng = Rng::from_state(rng);
+        let [weights, m, v] = &decoded.flat;
+        self.gpu.write(&self.params.weights, weights)?;
+        self.gpu.write(&self.params.m, m)?;
+        self.gpu.write(&self.params.v, v)?;
+        self.step = decoded.step;
+        self.rng = Rng::from_state(decoded.rng);
         self.reset_metrics_cursor();
         Ok(())
     }
+}
+
+/// A checkpoint read and checked on the CPU, ready to upload.
+#[derive(Debug)]
+pub struct Decoded {
+    pub config: SessionConfig,
+    pub step: u64,
+    pub rng: u64,
+    /// Weights, optimizer m and v, each laid out like the session's flat buffers.
+    pub flat: [Vec<f32>; 3],
+}
+
+/// Parses and validates a checkpoint without touching any GPU. With `expect`, the file must
+/// hold exactly that model and is laid out like that layout; without, the file's own config
+/// decides (with the default 256-byte alignment). Allocates nothing beyond the file's size.
+pub fn decode(bytes: &[u8], expect: Option<(&ModelConfig, &Layout)>) -> Result<Decoded> {
+    let (config, (tensors, metadata)) = read_header(bytes)?;
+    let own;
+    let layout = match expect {
+        Some((model, layout)) => {
+            if &config.model != model {
+                return Err(bad(format!(
+                    "it holds a different model ({}) than this session ({})",
+                    serde_json::to_string(&config.model).unwrap_or_default(),
+                    serde_json::to_string(model).unwrap_or_default()
+                )));
+            }
+            layout
+        }
+        None => {
+            own = Layout::new(config.model.param_specs(), 64);
+            &own
+        }
+    };
+    let number = |key: &str| metadata.get(key).and_then(|s| s.parse::<u64>().ok()).ok_or_else(|| bad(format!("metadata `{key}` is missing or not a number")));
+    let (step, rng) = (number("step")?, number("rng")?);
+    let expected = 3 * layout.entries.len();
+    if tensors.len() != expected {
+        return Err(bad(format!("it has {} tensors; this model needs {expected}", tensors.len())));
+    }
+    // Every tensor must be in the file at its full size, so the flat buffers are never larger
+    // than the file says they can be.
+    if layout.count().saturating_mul(12) > bytes.len() {
+        return Err(bad(format!("it is {} bytes; this model's tensors alone need {}", bytes.len(), layout.count().saturating_mul(12))));
+    }
+    let mut flat = [vec![0f32; layout.total], vec![0f32; layout.total], vec![0f32; layout.total]];
+    for (slot, prefix) in ["", "optimizer.m.", "optimizer.v."].iter().enumerate() {
+        for e in &layout.entries {
+            let name = format!("{prefix}{}", e.spec.name);
+            let view = tensors.tensor(&name).map_err(|_| bad(format!("tensor `{name}` is missing")))?;
+            if view.dtype() != Dtype::F32 {
+                return Err(bad(format!("tensor `{name}` is {:?}; Kiln stores F32", view.dtype())));
+            }
+            if view.shape() != e.spec.shape.as_slice() {
+                return Err(bad(format!("tensor `{name}` has shape {:?}; this model needs {:?}", view.shape(), e.spec.shape)));
+            }
+            let dst = &mut flat[slot][e.offset..e.offset + view.data().len() / 4];
+            for (d, chunk) in dst.iter_mut().zip(view.data().chunks_exact(4)) {
+                *d = f32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+            }
+        }
+    }
+    Ok(Decoded { config, step, rng, flat })
 }
 
 type Parsed<'a> = (SafeTensors<'a>, HashMap<String, String>);

@@ -14,6 +14,7 @@ pub mod model;
 pub mod optim;
 pub mod presets;
 pub mod rng;
+pub mod share;
 pub mod tensor;
 pub mod train;
 

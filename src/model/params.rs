@@ -32,6 +32,37 @@ pub struct ParamEntry {
     pub offset: usize,
 }
 
+/// Where each parameter lives in the flat buffers: a pure function of the specs and the
+/// device's storage-offset alignment (in elements).
+#[derive(Debug, Clone)]
+pub struct Layout {
+    pub entries: Vec<ParamEntry>,
+    pub decay_end: usize,
+    pub total: usize,
+}
+
+impl Layout {
+    pub fn new(mut specs: Vec<ParamSpec>, align: usize) -> Layout {
+        specs.sort_by_key(|s| !s.decay); // stable: decayed tensors first, order otherwise kept
+        let (mut offset, mut decay_end) = (0, 0);
+        let mut entries = Vec::with_capacity(specs.len());
+        for spec in specs {
+            let len: usize = spec.shape.iter().product();
+            if spec.decay {
+                decay_end = (offset + len).next_multiple_of(align);
+            }
+            entries.push(ParamEntry { spec, offset });
+            offset = (offset + len).next_multiple_of(align);
+        }
+        Layout { entries, decay_end, total: offset.max(align) }
+    }
+
+    /// Number of real (unpadded) parameters.
+    pub fn count(&self) -> usize {
+        self.entries.iter().map(|e| e.spec.shape.iter().product::<usize>()).sum()
+    }
+}
+
 pub struct ParamStore {
     pub entries: Vec<ParamEntry>,
     /// (total) all parameters, padded so each tensor starts at a storage-offset boundary
@@ -48,21 +79,9 @@ pub struct ParamStore {
 
 impl ParamStore {
     /// Lays out `specs` (decayed first), allocates the flat buffers, and initializes weights.
-    pub fn new(gpu: &Gpu, mut specs: Vec<ParamSpec>, seed: u64) -> Result<ParamStore> {
-        specs.sort_by_key(|s| !s.decay); // stable: decayed tensors first, order otherwise kept
+    pub fn new(gpu: &Gpu, specs: Vec<ParamSpec>, seed: u64) -> Result<ParamStore> {
         let align = (gpu.limits().min_storage_buffer_offset_alignment as usize / 4).max(1);
-        let mut offset = 0;
-        let mut decay_end = 0;
-        let mut entries = Vec::with_capacity(specs.len());
-        for spec in specs {
-            let len: usize = spec.shape.iter().product();
-            if spec.decay {
-                decay_end = (offset + len).next_multiple_of(align);
-            }
-            entries.push(ParamEntry { spec, offset });
-            offset = (offset + len).next_multiple_of(align);
-        }
-        let total = offset.max(align);
+        let Layout { entries, decay_end, total } = Layout::new(specs, align);
         let mut rng = Rng::new(seed);
         let mut init = vec![0f32; total];
         for e in &entries {
