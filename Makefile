@@ -8,9 +8,9 @@ export RUST_TEST_THREADS ?= 2
 # Vulkan loaders complain when this is unset; any private directory will do.
 export XDG_RUNTIME_DIR ?= /tmp/kiln-xdg-$(shell id -u)
 
-.PHONY: test test-native test-browser serve setup-test setup-serve bench bench-torch clean
+.PHONY: test test-native test-browser test-fuzz serve setup-test setup-serve bench bench-torch clean
 
-test: setup-test test-native test-browser
+test: setup-test test-native test-browser test-fuzz
 	@echo "make test: all suites passed"
 
 setup-test:
@@ -27,6 +27,11 @@ test-native:
 test-browser:
 	cargo test --target wasm32-unknown-unknown --test kernels --test gpu -- --nocapture 2>&1 | tee target/browser-tests.log
 	@echo "browser kernel checks: $$(grep -o 'kernel checks: [^:]*: [0-9]* passed' target/browser-tests.log | awk '{s+=$$4} END {print s+0}') passed"
+
+# Each cargo-fuzz target for FUZZ_SECONDS (default 60): checkpoint loader, config parser,
+# URL-state decoder, CSV/text import.
+test-fuzz:
+	bash scripts/fuzz.sh
 
 # Native benchmarks on the best adapter: table on stdout, JSON in target/bench-native.json.
 # BENCH_ARGS=--quick keeps sizes a CPU adapter (llvmpipe) finishes in about a minute.

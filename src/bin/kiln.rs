@@ -23,6 +23,7 @@ mod cli {
                 PRESETS.iter().for_each(|(name, what)| println!("{name:16} {what}"));
                 Ok(())
             }
+            Some("config") => config(args.get(1).map(String::as_str)),
             Some("-h" | "--help" | "help") => {
                 println!("kiln info | kiln presets | kiln train <preset> [--steps N] [--seed S] [--save FILE] [--resume FILE] | kiln bench [--quick] [--seconds S] [--json FILE]");
                 Ok(())
@@ -54,6 +55,14 @@ mod cli {
             std::fs::write(path, json).map_err(|e| KilnError::invalid("--json", format!("cannot write {path}: {e}")))?;
             println!("\nwrote {path}");
         }
+        Ok(())
+    }
+
+    /// `kiln config <preset>`: the preset's config as JSON, to edit and share.
+    fn config(name: Option<&str>) -> Result<()> {
+        let name = name.ok_or_else(|| KilnError::invalid("preset", "name one: see `kiln presets`"))?;
+        let cfg = preset(name).ok_or_else(|| KilnError::invalid("preset", format!("unknown preset `{name}`; see `kiln presets`")))?;
+        println!("{}", serde_json::to_string_pretty(&cfg).map_err(|e| KilnError::invalid("config", e.to_string()))?);
         Ok(())
     }
 
