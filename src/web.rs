@@ -273,7 +273,7 @@ impl WebSession {
                 }
                 let classes = mlp.output_dim;
                 let logits = self.session.predict(size * size, &inputs).await?;
-                Ok(logits.chunks_exact(classes).map(|row| class_one_probability(row)).collect())
+                Ok(logits.chunks_exact(classes).map(class_one_probability).collect())
             }
             (_, d) => Err(KilnError::invalid("model", format!("predictGrid needs 2-D classification or 1-D regression points; this MLP takes {d}-D inputs"))),
         }
