@@ -26,7 +26,10 @@ export interface InitOptions {
   gpu?: GpuEntryPoint;
 }
 
-/** Loads and starts the wasm module. Idempotent: later calls return the first call's promise. */
+/**
+ * Loads and starts the wasm module. Idempotent: later calls return the first call's promise
+ * (a `gpu` they pass is still installed, for runs created afterwards).
+ */
 export function init(options?: InitOptions): Promise<void>;
 
 // ---------------------------------------------------------------------------------------------

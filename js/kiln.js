@@ -78,14 +78,21 @@ async function resolveWasm(wasm) {
 }
 
 /**
- * Loads and starts the wasm module (once; later calls return the same promise).
+ * Loads and starts the wasm module (once; later calls return the same promise, though a `gpu`
+ * they pass is still installed).
  * @param {import('./kiln').InitOptions} [options]
  */
 export function init(options = {}) {
+  let opts;
+  try {
+    opts = checkKeys(options, ['wasm', 'gpu'], 'init');
+  } catch (e) {
+    return Promise.reject(e);
+  }
+  // A GPU given later still counts (runs created after this call use it); the wasm loads once.
+  if (opts.gpu) installGpu(opts.gpu);
   if (ready) return ready;
   ready = (async () => {
-    const opts = checkKeys(options, ['wasm', 'gpu'], 'init');
-    if (opts.gpu) installGpu(opts.gpu);
     await initWasm({ module_or_path: await resolveWasm(opts.wasm) });
     initialized = true;
   })();

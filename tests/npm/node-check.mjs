@@ -33,12 +33,21 @@ async function rejects(promise, needle, what) {
   throw new Error(`${what}: resolved; a rejection naming ${needle} was expected`);
 }
 
+/** mlp-xor's config, written out: preset() needs the module started. */
+const preset_free = () => ({
+  model: { mlp: { input_dim: 2, hidden: [8], output_dim: 2, activation: 'relu' } },
+  data: { points: { task: 'xor', points: 200, noise: 0.01, validation_fraction: 0.2 } },
+  batch: 32,
+});
+
 const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 Object.assign(globalThis, globals);
 
-await check('init with an injected GPU; presets and preset', async () => {
+await check('no WebGPU: create rejects with advice; init with an injected GPU; presets and preset', async () => {
   assert(/not initialized/.test((() => { try { presets(); } catch (e) { return e.message; } })() ?? ''), 'presets() before init should throw');
+  // Without a GPU (Node has no navigator.gpu) creating a run rejects, saying what to do.
+  await rejects(Kiln.create(preset_free()), 'init({ gpu: create([]) })', 'create without WebGPU');
   await init({ gpu: create([]) });
   const names = presets().map((p) => p.name);
   assert(names.includes('mlp-spiral') && names.includes('llama-tiny'), `presets: ${names}`);
