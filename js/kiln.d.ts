@@ -306,6 +306,9 @@ export declare class Kiln {
   /** Validates `config`, acquires a WebGPU device and builds the run; rejects with an Error naming the bad field. */
   static create(config: SessionConfig | string): Promise<Kiln>;
 
+  /** A new run from a checkpoint of `save()`, built from the config it carries; it continues exactly. */
+  static fromCheckpoint(bytes: Uint8Array | ArrayBuffer | ArrayBufferView): Promise<Kiln>;
+
   readonly info: Readonly<RunInfo>;
   /** Whether a `train()` is in progress. */
   readonly training: boolean;

@@ -105,6 +105,15 @@ impl WebSession {
         Ok(WebSession { session, slots, snapshot: Snapshot::default() })
     }
 
+    /// A run rebuilt from a checkpoint's own config, then loaded from it (continues exactly).
+    #[wasm_bindgen(js_name = fromCheckpoint)]
+    pub async fn from_checkpoint(bytes: Vec<u8>) -> Result<WebSession, JsValue> {
+        let gpu = acquire_gpu().await?;
+        let session = Session::from_checkpoint(gpu, &bytes).map_err(js_error)?;
+        let slots = layout(&session.cfg.model, &session.params);
+        Ok(WebSession { session, slots, snapshot: Snapshot::default() })
+    }
+
     /// `{parameters, dispatchesPerStep, adapter, model, task, ...}` as JSON.
     #[wasm_bindgen(js_name = infoJson)]
     pub fn info_json(&self) -> Result<String, JsValue> {

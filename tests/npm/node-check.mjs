@@ -146,7 +146,7 @@ await check('weights, updateRatios, dataset, predictGrid', async () => {
   await rejects(run.generate('hi'), 'Llama', 'generate on an MLP');
 });
 
-await check('save and load restore the weights exactly', async () => {
+await check('save, load and fromCheckpoint restore the run exactly', async () => {
   const bytes = await run.save();
   const saved = await run.weights();
   assert(bytes instanceof Uint8Array && bytes.length > 1000, 'checkpoint bytes');
@@ -155,6 +155,13 @@ await check('save and load restore the weights exactly', async () => {
   const restored = await run.weights();
   assert(restored.every((t, k) => t.data.every((x, j) => x === saved[k].data[j])), 'weights differ after load');
   await rejects(run.load(new Uint8Array([1, 2, 3])), '`checkpoint`', 'garbage checkpoint');
+  const copy = await Kiln.fromCheckpoint(bytes);
+  const copied = await copy.weights();
+  assert(copied.every((t, k) => t.data.every((x, j) => x === saved[k].data[j])), 'fromCheckpoint weights differ');
+  assert(copy.info.parameters === run.info.parameters, 'fromCheckpoint info');
+  const [a, b] = [await run.step(), await copy.step()];
+  assert(a.step === b.step && a.loss === b.loss, `loaded runs continue identically: ${JSON.stringify([a, b])}`);
+  await copy.dispose();
 });
 
 await check('a regression MLP predicts a curve', async () => {

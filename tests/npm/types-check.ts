@@ -42,6 +42,8 @@ export async function documented(gpu: { requestAdapter(options?: object): Promis
   const bytes: Uint8Array = await run.save();
   await run.load(bytes);
   await run.load(new ArrayBuffer(8));
+  const copy: Kiln = await Kiln.fromCheckpoint(bytes);
+  await copy.dispose();
   const d: DatasetPreview = run.dataset();
   if (d.kind === 'text') {
     const v: string[] = d.vocab;
