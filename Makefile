@@ -8,9 +8,9 @@ export RUST_TEST_THREADS ?= 2
 # Vulkan loaders complain when this is unset; any private directory will do.
 export XDG_RUNTIME_DIR ?= /tmp/kiln-xdg-$(shell id -u)
 
-.PHONY: test test-native test-browser test-fuzz serve setup-test setup-serve bench bench-torch clean
+.PHONY: test test-native test-browser test-fuzz test-npm npm serve setup-test setup-serve bench bench-torch clean
 
-test: setup-test test-native test-browser test-fuzz
+test: setup-test test-native test-browser test-npm test-fuzz
 	@echo "make test: all suites passed"
 
 setup-test:
@@ -27,6 +27,16 @@ test-native:
 test-browser:
 	cargo test --target wasm32-unknown-unknown --test kernels --test gpu -- --nocapture 2>&1 | tee target/browser-tests.log
 	@echo "browser kernel checks: $$(grep -o 'kernel checks: [^:]*: [0-9]* passed' target/browser-tests.log | awk '{s+=$$4} END {print s+0}') passed"
+
+# The npm package kiln-gpu in pkg/: wasm-bindgen --target web, wasm-opt -O (binaryen 132 from
+# node_modules), js/kiln.js + kiln.d.ts, npm/package.json + README.md.
+npm: setup-test
+	bash scripts/build-npm.sh
+
+# Packs pkg/, installs it into a fresh Node project (with webgpu and vite@7 from the npm
+# registry) and trains there on Dawn, then in a Vite app in headless Chromium.
+test-npm: npm
+	node tests/npm/run.mjs 2>&1 | tee target/npm-tests.log
 
 # Each cargo-fuzz target for FUZZ_SECONDS (default 60): checkpoint loader, config parser,
 # URL-state decoder, CSV/text import.

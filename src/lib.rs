@@ -15,6 +15,7 @@ pub mod optim;
 pub mod presets;
 pub mod rng;
 pub mod share;
+pub mod snapshot;
 pub mod tensor;
 pub mod train;
 
