@@ -25,3 +25,5 @@ pub use tensor::Tensor;
 
 #[cfg(target_arch = "wasm32")]
 pub mod web;
+#[cfg(target_arch = "wasm32")]
+pub mod web_bench;

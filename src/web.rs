@@ -126,6 +126,7 @@ impl WebSession {
         let (task, regression) = match &s.cfg.data {
             DataConfig::Points(p) => (serde_json::to_value(p.task).map_err(js_error)?, p.task.is_regression()),
             DataConfig::Text(_) => (serde_json::Value::from("text"), false),
+            DataConfig::Sequence(q) => (serde_json::to_value(q.task).map_err(js_error)?, false),
         };
         let classes = match &s.cfg.model {
             ModelConfig::Mlp(m) if !regression => m.output_dim,

@@ -1,0 +1,44 @@
+//! `benchMatmul` for the browser's engine (Dawn in Chrome, or Node's `webgpu` package): the
+//! matmul kernel's GFLOP/s, timed around work that ends in an awaited readback. Used by
+//! bench/dawn_bench.mjs; not part of the page.
+
+use wasm_bindgen::prelude::*;
+
+use crate::gpu::Gpu;
+use crate::kernels::matmul::{matmul, MatmulDesc};
+use crate::rng::Rng;
+
+fn js_error(e: impl std::fmt::Display) -> JsValue {
+    js_sys::Error::new(&e.to_string()).into()
+}
+
+/// GFLOP/s of C(m,n) = A(m,k)·B (B stored (n,k) when `trans_b`), over enough repetitions for
+/// about 50 ms of work.
+#[wasm_bindgen(js_name = benchMatmul)]
+pub async fn bench_matmul(m: usize, n: usize, k: usize, trans_b: bool) -> Result<f64, JsValue> {
+    let gpu = Gpu::new().await.map_err(js_error)?;
+    let mut rng = Rng::new(1);
+    let a = gpu.tensor_from("a", &[m, k], &rng.vec_f32(m * k, -1.0, 1.0)).map_err(js_error)?;
+    let b = gpu.tensor_from("b", &[k, n], &rng.vec_f32(k * n, -1.0, 1.0)).map_err(js_error)?;
+    let c = gpu.tensor("c", &[m, n]).map_err(js_error)?;
+    let desc = MatmulDesc::new(m, n, k);
+    let op = matmul(&gpu, &a, &b, &c, if trans_b { desc.trans_b() } else { desc }).map_err(js_error)?;
+    let probe = gpu.tensor("probe", &[1]).map_err(js_error)?;
+    // A readback of a tiny buffer waits for everything submitted before it.
+    let time = |reps: usize| {
+        let ops: Vec<_> = std::iter::repeat_n(&op, reps).collect();
+        let gpu = &gpu;
+        let probe = &probe;
+        async move {
+            let t0 = js_sys::Date::now();
+            gpu.run(&ops).map_err(js_error)?;
+            gpu.read_f32(probe).await.map_err(js_error)?;
+            Ok::<f64, JsValue>((js_sys::Date::now() - t0).max(0.001) / 1e3)
+        }
+    };
+    time(2).await?;
+    let once = time(1).await?;
+    let reps = ((0.05 / once) as usize).clamp(3, 200);
+    let secs = time(reps).await? / reps as f64;
+    Ok(2.0 * (m * n * k) as f64 / secs / 1e9)
+}
