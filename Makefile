@@ -8,9 +8,9 @@ export RUST_TEST_THREADS ?= 2
 # Vulkan loaders complain when this is unset; any private directory will do.
 export XDG_RUNTIME_DIR ?= /tmp/kiln-xdg-$(shell id -u)
 
-.PHONY: test test-native test-browser serve setup-test setup-serve clean
+.PHONY: test test-native test-browser test-e2e build-page serve setup-test setup-serve clean
 
-test: setup-test test-native test-browser
+test: setup-test test-native test-browser test-e2e
 	@echo "make test: all suites passed"
 
 setup-test:
@@ -29,7 +29,17 @@ test-browser:
 	@echo "browser kernel checks: $$(grep -o 'kernel checks: [^:]*: [0-9]* passed' target/browser-tests.log | awk '{s+=$$4} END {print s+0}') passed"
 
 serve: setup-serve
-	trunk serve
+	PATH="$(CURDIR)/node_modules/.bin:$$PATH" trunk serve
+
+# The page as `make serve` builds it, optimized, into dist/ (npm's wasm-opt 132 first on PATH:
+# Debian's binaryen 108 breaks Rust 1.95 wasm; the page's rust link also sets data-wasm-opt="0").
+build-page: setup-serve
+	PATH="$(CURDIR)/node_modules/.bin:$$PATH" trunk build --release
+
+# End-to-end tests of the playground in headless Chromium (SwiftShader WebGPU); screenshots in
+# test-output/. Prints "e2e: N passed, M failed".
+test-e2e: setup-test build-page
+	node tests/e2e/playground.test.mjs dist
 
 clean:
 	cargo clean

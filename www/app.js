@@ -21,14 +21,17 @@ const state = {
   lastWeights: null,
   samples: 0,
   lastSample: '',
+  lastSampleStep: -1,
   errors: [],
 };
 // Read-only view for the end-to-end tests and curious users (devtools: kilnPage.summary()).
 window.kilnPage = {
   summary: () => ({
     ready: state.ready, playing: state.playing, step: state.step, info: state.info,
-    loss: loss.summary(), samples: state.samples, lastSample: state.lastSample,
+    loss: loss.summary(), trainLoss: loss.cols[1].filter((v) => v != null),
+    samples: state.samples, lastSample: state.lastSample, lastSampleStep: state.lastSampleStep,
     heatmaps: heat.tiles.size, hasGrid: !!plot.grid, error: $('config-error').hidden ? null : $('config-error').textContent,
+    linkError: $('link-error').hidden ? null : $('link-error').textContent,
   }),
 };
 
@@ -51,6 +54,11 @@ function showError(text) {
   const el = $('config-error');
   el.textContent = text;
   el.hidden = !text;
+}
+
+function showLinkError(e) {
+  $('link-error').textContent = `Ignoring the link's config: ${e.message}. Showing a preset instead.`;
+  $('link-error').hidden = false;
 }
 
 function showNoGpu(reason) {
@@ -200,7 +208,8 @@ worker.onmessage = (e) => {
     case 'sample':
       state.samples++;
       state.lastSample = m.text;
-      $('sample-output').textContent = `step ${m.step}: ${m.text}`;
+      state.lastSampleStep = m.step;
+      showSample(m);
       break;
     case 'saved': download(m.bytes, m.step); break;
     case 'loaded':
@@ -228,6 +237,16 @@ function onWorkerError({ op, message }) {
   } else {
     showError(`${op} failed: ${message}`);
   }
+}
+
+/** The prompt in bold, then the model's continuation — as text nodes, never HTML. */
+function showSample({ step, prompt, text }) {
+  const head = document.createElement('span');
+  head.className = 'sample-step';
+  head.textContent = `step ${step}\n`;
+  const b = document.createElement('b');
+  b.textContent = prompt;
+  $('sample-output').replaceChildren(head, b, document.createTextNode(text));
 }
 
 function onSnapshot(m) {
@@ -268,7 +287,7 @@ function onReady(presets) {
   try {
     initial = configFromHash();
   } catch (e) {
-    showError(`Ignoring the link's config: ${e.message}`);
+    showLinkError(e);
   }
   if (initial) {
     sel.value = '';
@@ -397,7 +416,7 @@ addEventListener('hashchange', () => {
     $('preset').value = '';
     apply();
   } catch (e) {
-    showError(`Ignoring the link's config: ${e.message}`);
+    showLinkError(e);
   }
 });
 

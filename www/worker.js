@@ -123,7 +123,8 @@ async function snapshot({ force = false }) {
   const llama = isLlama();
   const wantWeights = force || now >= due.weights;
   const wantEval = force || now >= due.evaluate;
-  const wantSample = llama && (force || now >= due.sample);
+  // An untrained model's babble is not worth the wait: sample once training has begun.
+  const wantSample = llama && step > 0 && (force || now >= due.sample);
   if (!wantWeights && !wantEval && !wantSample) return;
   await exclusive(async () => {
     if (gen !== generation || !run) return;
@@ -167,13 +168,13 @@ async function snapshot({ force = false }) {
 async function sample(gen) {
   const t0 = performance.now();
   try {
-    const text = await run.generate(view.prompt, { maxTokens: 160, temperature: view.temperature, topK: 20, seed: step });
+    const text = await run.generate(view.prompt, { maxTokens: 120, temperature: view.temperature, topK: 20, seed: step });
     if (gen === generation) post({ type: 'sample', step, prompt: view.prompt, text });
   } catch (e) {
     post({ type: 'error', op: 'sample', message: messageOf(e) });
   }
   cost.sample = performance.now() - t0;
-  due.sample = performance.now() + Math.max(4000, 8 * cost.sample);
+  due.sample = performance.now() + Math.max(3000, 4 * cost.sample);
 }
 
 async function singleStep() {
@@ -248,7 +249,12 @@ self.onmessage = (e) => {
     case 'init': start(); break;
     case 'create': create(m.config, m.play); break;
     case 'play': playLoop(); break;
-    case 'pause': setPlaying(false); run?.pause?.(); break;
+    case 'pause':
+      playing = false;
+      run?.pause?.();
+      // Report "paused" once the step in flight has finished, so the step count is final.
+      exclusive(() => {}).then(() => post({ type: 'state', playing }));
+      break;
     case 'step': singleStep(); break;
     case 'view':
       view = { ...view, ...m.view };
