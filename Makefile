@@ -8,9 +8,9 @@ export RUST_TEST_THREADS ?= 2
 # Vulkan loaders complain when this is unset; any private directory will do.
 export XDG_RUNTIME_DIR ?= /tmp/kiln-xdg-$(shell id -u)
 
-.PHONY: test test-native test-browser test-e2e build-page serve setup-test setup-serve clean
+.PHONY: test test-native test-browser test-npm test-e2e npm build-page serve setup-test setup-serve clean
 
-test: setup-test test-native test-browser test-e2e
+test: setup-test test-native test-browser test-npm test-e2e
 	@echo "make test: all suites passed"
 
 setup-test:
@@ -28,11 +28,22 @@ test-browser:
 	cargo test --target wasm32-unknown-unknown --test kernels --test gpu -- --nocapture 2>&1 | tee target/browser-tests.log
 	@echo "browser kernel checks: $$(grep -o 'kernel checks: [^:]*: [0-9]* passed' target/browser-tests.log | awk '{s+=$$4} END {print s+0}') passed"
 
+# The npm package kiln-gpu in pkg/: wasm-bindgen --target web, wasm-opt -O (binaryen 132 from
+# node_modules), js/kiln.js + kiln.d.ts, npm/package.json + README.md.
+npm: setup-test
+	bash scripts/build-npm.sh
+
+# Packs pkg/, installs it into a fresh Node project (with webgpu and vite@7 from the npm
+# registry) and trains there on Dawn, then in a Vite app in headless Chromium.
+test-npm: npm
+	node tests/npm/run.mjs 2>&1 | tee target/npm-tests.log
+
 serve: setup-serve
 	PATH="$(CURDIR)/node_modules/.bin:$$PATH" trunk serve
 
-# The page as `make serve` builds it, optimized, into dist/ (npm's wasm-opt 132 first on PATH:
-# Debian's binaryen 108 breaks Rust 1.95 wasm; the page's rust link also sets data-wasm-opt="0").
+# The page as `make serve` builds it, in release, into dist/. www/index.html keeps Trunk's
+# wasm-opt off (data-wasm-opt="0"): Debian's binaryen 108 breaks Rust 1.95 wasm; npm's 132 goes
+# first on PATH anyway.
 build-page: setup-serve
 	PATH="$(CURDIR)/node_modules/.bin:$$PATH" trunk build --release
 

@@ -12,6 +12,7 @@ pub mod model;
 pub mod optim;
 pub mod presets;
 pub mod rng;
+pub mod snapshot;
 pub mod tensor;
 pub mod train;
 

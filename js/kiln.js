@@ -1,0 +1,419 @@
+// kiln-gpu: train tiny MLPs and tiny Llamas on WebGPU, in the browser or in Node.
+//
+// This module wraps the wasm-bindgen bindings (./kiln_wasm.js, built from src/web.rs) in the
+// documented API (see kiln.d.ts): it loads the wasm, shapes JSON and typed arrays into plain
+// objects, and runs every call of a run through one promise queue, because an async wasm method
+// borrows the session while it awaits and an overlapping call would fail with wasm-bindgen's
+// "recursive use of an object" error.
+
+import initWasm, * as bindings from './kiln_wasm.js';
+
+const DISPOSED = 'this Kiln run was disposed';
+const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof window === 'undefined';
+
+let ready = null; // Promise<void> of the one initialization
+let initialized = false; // set once the wasm module has started
+
+function invalid(field, message) {
+  return new Error(`invalid \`${field}\`: ${message}`);
+}
+
+/** Errors from wasm are `Error`s already; anything else (a string, a DOMException) becomes one. */
+function asError(e) {
+  if (e instanceof Error) return e;
+  return new Error(typeof e === 'string' ? e : String(e?.message ?? e));
+}
+
+function checkKeys(options, allowed, what) {
+  if (options === undefined || options === null) return {};
+  if (typeof options !== 'object' || Array.isArray(options)) {
+    throw invalid(what, `expected an options object, got ${Array.isArray(options) ? 'an array' : typeof options}`);
+  }
+  for (const key of Object.keys(options)) {
+    if (!allowed.includes(key)) throw invalid(key, `unknown option of ${what}; allowed: ${allowed.join(', ')}`);
+  }
+  return options;
+}
+
+function checkInt(value, field, lo, hi) {
+  if (!Number.isInteger(value) || value < lo || value > hi) {
+    throw invalid(field, `must be an integer in ${lo}..=${hi}, got ${typeof value === 'string' ? JSON.stringify(value) : value}`);
+  }
+  return value;
+}
+
+function checkNumber(value, field) {
+  if (typeof value !== 'number' || !Number.isFinite(value)) throw invalid(field, `must be a finite number, got ${value}`);
+  return value;
+}
+
+/** Makes an injected GPU (Node's `webgpu` package) visible where wgpu looks: navigator.gpu in a Window. */
+function installGpu(gpu) {
+  const nav = globalThis.navigator;
+  if (nav && nav.gpu !== gpu) {
+    try {
+      Object.defineProperty(nav, 'gpu', { value: gpu, configurable: true, writable: true });
+    } catch {
+      /* replaced below */
+    }
+  }
+  if (!globalThis.navigator || globalThis.navigator.gpu !== gpu) {
+    Object.defineProperty(globalThis, 'navigator', { value: { gpu }, configurable: true, writable: true });
+  }
+  // wgpu reads navigator.gpu only from a Window or a worker's global scope.
+  if (globalThis.Window === undefined && globalThis.WorkerGlobalScope === undefined) {
+    Object.defineProperty(globalThis, 'Window', { value: class Window {}, configurable: true, writable: true });
+  }
+}
+
+/** In Node, file paths and file: URLs are read from disk (Node's fetch cannot load them). */
+async function resolveWasm(wasm) {
+  if (!isNode) return wasm;
+  const source = wasm ?? new URL('./kiln_wasm_bg.wasm', import.meta.url);
+  const isFile = source instanceof URL ? source.protocol === 'file:' : typeof source === 'string' && !/^(https?|data|blob):/i.test(source);
+  if (!isFile) return source;
+  const fsName = 'node:fs/promises';
+  const { readFile } = await import(/* @vite-ignore */ fsName);
+  return readFile(source);
+}
+
+/**
+ * Loads and starts the wasm module (once; later calls return the same promise).
+ * @param {import('./kiln').InitOptions} [options]
+ */
+export function init(options = {}) {
+  if (ready) return ready;
+  ready = (async () => {
+    const opts = checkKeys(options, ['wasm', 'gpu'], 'init');
+    if (opts.gpu) installGpu(opts.gpu);
+    await initWasm({ module_or_path: await resolveWasm(opts.wasm) });
+    initialized = true;
+  })();
+  ready.catch(() => {
+    ready = null; // a failed load may be retried, e.g. with another `wasm` source
+  });
+  return ready;
+}
+
+function wasm() {
+  if (!initialized) throw new Error('kiln-gpu is not initialized: call `await init()` first');
+  return bindings;
+}
+async function ensureInit() {
+  await (ready ?? init());
+}
+
+/** `[{name, description}]` of the built-in presets. Needs `await init()`. */
+export function presets() {
+  return JSON.parse(wasm().presetsJson());
+}
+
+/** A preset's SessionConfig (a plain object: edit it and pass it to `Kiln.create`). Needs `await init()`. */
+export function preset(name) {
+  if (typeof name !== 'string') throw invalid('preset', `expected a preset name, got ${typeof name}`);
+  return JSON.parse(wasm().presetJson(name));
+}
+
+function configJson(config) {
+  if (typeof config === 'string') return config;
+  if (config === null || typeof config !== 'object' || Array.isArray(config)) {
+    throw invalid('config', `expected a SessionConfig object, got ${config === null ? 'null' : Array.isArray(config) ? 'an array' : typeof config}`);
+  }
+  try {
+    return JSON.stringify(config);
+  } catch (e) {
+    throw invalid('config', `cannot be serialized to JSON: ${asError(e).message}`);
+  }
+}
+
+/** Throws an Error naming the field when `config` is not a valid SessionConfig. Needs `await init()`. */
+export function validateConfig(config) {
+  wasm().validateConfig(configJson(config));
+}
+
+/** Acquires a WebGPU device and describes its adapter (snake_case fields from the Rust side). */
+export async function adapterInfo() {
+  await ensureInit();
+  try {
+    const a = await bindings.adapterInfo();
+    return {
+      name: a.name,
+      backend: a.backend,
+      driver: a.driver,
+      maxStorageBindingBytes: a.max_storage_binding_bytes,
+      maxBufferBytes: a.max_buffer_bytes,
+      maxWorkgroupsPerDim: a.max_workgroups_per_dim,
+      maxWorkgroupStorageBytes: a.max_workgroup_storage_bytes,
+    };
+  } catch (e) {
+    throw asError(e);
+  }
+}
+
+function toMetrics(flat) {
+  const out = [];
+  for (let i = 0; i + 2 < flat.length; i += 3) out.push({ step: flat[i], loss: flat[i + 1], gradNorm: flat[i + 2] });
+  return out;
+}
+
+const now = () => (typeof performance !== 'undefined' ? performance.now() : Date.now());
+const yieldToEventLoop = () => new Promise((resolve) => setTimeout(resolve, 0));
+const TOKEN = Symbol('kiln');
+const EVENTS = ['metrics', 'error'];
+
+export class Kiln {
+  #session;
+  #queue = Promise.resolve();
+  #disposed = false;
+  #freed = false;
+  #training = false;
+  #pauseRequested = false;
+  #listeners = { metrics: new Set(), error: new Set() };
+  #layout;
+  #dataset;
+  #slots;
+
+  /** Use `await Kiln.create(config)`. */
+  constructor(token, session) {
+    if (token !== TOKEN) throw new Error('use `await Kiln.create(config)` to start a Kiln run');
+    this.#session = session;
+    this.info = JSON.parse(session.infoJson());
+    this.#layout = JSON.parse(session.layoutJson());
+    this.#dataset = session.datasetPreview();
+    this.#slots = bindings.Session.metricSlots();
+    Object.freeze(this.info);
+  }
+
+  /** Validates `config`, acquires a WebGPU device and builds the run. Rejects with an Error naming the bad field. */
+  static async create(config) {
+    const json = configJson(config);
+    await ensureInit();
+    let session;
+    try {
+      session = await bindings.Session.create(json);
+    } catch (e) {
+      throw asError(e);
+    }
+    return new Kiln(TOKEN, session);
+  }
+
+  /** Runs `fn(session)` after every call queued before it; rejects once the run is disposed. */
+  #enqueue(fn) {
+    if (this.#disposed) return Promise.reject(new Error(DISPOSED));
+    const result = this.#queue.then(async () => {
+      if (this.#freed) throw new Error(DISPOSED);
+      try {
+        return await fn(this.#session);
+      } catch (e) {
+        throw asError(e);
+      }
+    });
+    this.#queue = result.catch(() => {});
+    return result;
+  }
+
+  /** Subscribes to 'metrics' or 'error'; returns a function that unsubscribes. */
+  on(event, callback) {
+    if (!EVENTS.includes(event)) throw invalid('event', `must be one of ${EVENTS.join(', ')}, got ${JSON.stringify(event)}`);
+    if (typeof callback !== 'function') throw invalid('callback', 'must be a function');
+    this.#listeners[event].add(callback);
+    return () => this.off(event, callback);
+  }
+
+  off(event, callback) {
+    this.#listeners[event]?.delete(callback);
+  }
+
+  #emit(event, ...args) {
+    for (const cb of [...this.#listeners[event]]) {
+      try {
+        cb(...args);
+      } catch (e) {
+        // A listener's bug must not stop training; report it where developers look.
+        console.error(`kiln-gpu: a '${event}' listener threw`, e);
+      }
+    }
+  }
+
+  /** One chunk: submit `n` steps, read their metrics back (waits for the GPU), time it. */
+  #chunk(n) {
+    return this.#enqueue(async (s) => {
+      const t0 = now();
+      s.train(n);
+      const metrics = toMetrics(await s.readMetrics());
+      const seconds = Math.max((now() - t0) / 1000, 1e-6);
+      metrics.stepsPerSecond = n / seconds;
+      metrics.tokensPerSecond = (n * this.info.tokensPerStep) / seconds;
+      return metrics;
+    });
+  }
+
+  #report(metrics) {
+    this.#emit('metrics', metrics, { stepsPerSecond: metrics.stepsPerSecond, tokensPerSecond: metrics.tokensPerSecond });
+  }
+
+  /**
+   * Trains `steps` steps in chunks of `readEvery`, emitting 'metrics' after each chunk and
+   * yielding to the event loop between chunks. Resolves with the last step's metrics (early
+   * after `pause()` or `dispose()`).
+   */
+  async train(options = {}) {
+    if (this.#disposed) throw new Error(DISPOSED);
+    const o = checkKeys(options, ['steps', 'readEvery'], 'train');
+    const steps = checkInt(o.steps, 'steps', 0, 1e9);
+    const readEvery = checkInt(o.readEvery ?? 50, 'readEvery', 1, this.#slots);
+    if (this.#training) throw new Error('this Kiln run is already training: await it, or pause() it first');
+    this.#training = true;
+    this.#pauseRequested = false;
+    let last = null;
+    try {
+      for (let done = 0; done < steps && !this.#pauseRequested && !this.#disposed; ) {
+        const n = Math.min(readEvery, steps - done);
+        const metrics = await this.#chunk(n);
+        done += n;
+        if (metrics.length) last = metrics[metrics.length - 1];
+        this.#report(metrics);
+        await yieldToEventLoop();
+      }
+    } catch (e) {
+      const err = asError(e);
+      if (err.message !== DISPOSED) this.#emit('error', err);
+      throw err;
+    } finally {
+      this.#training = false;
+    }
+    return last;
+  }
+
+  /** Stops a running `train()` after its current chunk (it then resolves). */
+  pause() {
+    this.#pauseRequested = true;
+  }
+
+  /** Whether a `train()` is in progress. */
+  get training() {
+    return this.#training;
+  }
+
+  /** One training step; resolves with its metrics (and emits 'metrics'). */
+  async step() {
+    try {
+      const metrics = await this.#chunk(1);
+      this.#report(metrics);
+      return metrics[metrics.length - 1];
+    } catch (e) {
+      if (e.message !== DISPOSED) this.#emit('error', e);
+      throw e;
+    }
+  }
+
+  /** Loss and accuracy (null for regression) on the validation (default) or training split. */
+  evaluate(options = {}) {
+    let validation;
+    try {
+      const o = checkKeys(options, ['validation'], 'evaluate');
+      validation = o.validation ?? true;
+      if (typeof validation !== 'boolean') throw invalid('validation', `must be true or false, got ${validation}`);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return this.#enqueue(async (s) => JSON.parse(await s.evaluate(validation)));
+  }
+
+  /** Every parameter tensor, in model order, with a copy of its values. */
+  weights() {
+    return this.#enqueue(async (s) => {
+      const flat = await s.weights();
+      return this.#layout.map(({ name, shape, offset, len }) => ({ name, shape: [...shape], data: flat.slice(offset, offset + len) }));
+    });
+  }
+
+  /** ‖w_now − w_prev‖ / ‖w_now‖ per tensor since the previous call (zeros the first time). */
+  updateRatios() {
+    return this.#enqueue(async (s) => JSON.parse(await s.updateRatios()));
+  }
+
+  /**
+   * A 2-D classifier's class-1 probability on a size×size grid of cell centres over
+   * [-extent, extent]² (row-major, first row at y = +extent), or a regression MLP's predictions
+   * at `size` evenly spaced x from -extent to +extent.
+   */
+  predictGrid(options = {}) {
+    let size, extent;
+    try {
+      const o = checkKeys(options, ['size', 'extent'], 'predictGrid');
+      size = checkInt(o.size ?? 64, 'size', 1, 65536);
+      extent = checkNumber(o.extent ?? 1.5, 'extent');
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    const kind = this.info.regression ? 'regression' : 'classification';
+    return this.#enqueue(async (s) => ({ kind, size, extent, values: await s.predictGrid(size, extent) }));
+  }
+
+  /** Continues `prompt` with a Llama run (characters the training text contains). */
+  generate(prompt, options = {}) {
+    let json;
+    try {
+      if (typeof prompt !== 'string') throw invalid('prompt', `must be a string, got ${typeof prompt}`);
+      const o = checkKeys(options, ['maxTokens', 'temperature', 'topK', 'seed'], 'generate');
+      const rust = {};
+      if (o.maxTokens !== undefined) rust.max_tokens = checkInt(o.maxTokens, 'maxTokens', 1, 4096);
+      if (o.temperature !== undefined) rust.temperature = checkNumber(o.temperature, 'temperature');
+      if (o.topK !== undefined) rust.top_k = checkInt(o.topK, 'topK', 1, 65536);
+      if (o.seed !== undefined) rust.seed = checkInt(o.seed, 'seed', 0, Number.MAX_SAFE_INTEGER);
+      json = JSON.stringify(rust);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return this.#enqueue((s) => s.generate(prompt, json));
+  }
+
+  /** A safetensors checkpoint: weights, optimizer state, config, step and sampler state. */
+  save() {
+    return this.#enqueue((s) => s.save());
+  }
+
+  /** Restores a checkpoint of the same model (from `save()`); on error the run is unchanged. */
+  load(bytes) {
+    let view;
+    if (bytes instanceof Uint8Array) view = bytes;
+    else if (bytes instanceof ArrayBuffer) view = new Uint8Array(bytes);
+    else if (ArrayBuffer.isView(bytes)) view = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    else return Promise.reject(invalid('checkpoint', 'expected a Uint8Array or ArrayBuffer of a saved checkpoint'));
+    return this.#enqueue((s) => s.load(view));
+  }
+
+  /** The training data: points (with the validation split) or a text excerpt and its vocabulary. */
+  dataset() {
+    if (this.#disposed) throw new Error(DISPOSED);
+    return this.#dataset;
+  }
+
+  /** Whether `dispose()` was called. */
+  get disposed() {
+    return this.#disposed;
+  }
+
+  /**
+   * Stops training, waits for calls already queued, then releases the GPU device and the wasm
+   * memory. Every later call rejects with Error('this Kiln run was disposed').
+   */
+  dispose() {
+    if (this.#disposed) return this.#queue;
+    this.#disposed = true;
+    this.#pauseRequested = true;
+    const done = this.#queue.then(() => {
+      this.#freed = true;
+      const s = this.#session;
+      this.#session = null;
+      try {
+        s.destroy();
+      } finally {
+        s.free();
+      }
+    });
+    this.#queue = done.catch(() => {});
+    return this.#queue;
+  }
+}

@@ -1,0 +1,216 @@
+// Runs inside a fresh Node project that installed the packed kiln-gpu tarball and `webgpu`
+// (Dawn). Each check prints `ok - name` or `not ok - name: reason`; tests/npm/run.mjs counts
+// them. Exits non-zero if any check failed.
+import { create, globals } from 'webgpu';
+import { init, Kiln, presets, preset, validateConfig } from 'kiln-gpu';
+
+const DISPOSED = 'this Kiln run was disposed';
+let failed = 0;
+
+async function check(name, fn) {
+  const t0 = Date.now();
+  try {
+    await fn();
+    console.log(`ok - ${name} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+  } catch (e) {
+    failed++;
+    console.log(`not ok - ${name}: ${e?.stack ?? e}`);
+  }
+}
+
+function assert(cond, message) {
+  if (!cond) throw new Error(message);
+}
+
+async function rejects(promise, needle, what) {
+  try {
+    await promise;
+  } catch (e) {
+    assert(e instanceof Error, `${what}: rejected with a non-Error ${String(e)}`);
+    assert(e.message.includes(needle), `${what}: message ${JSON.stringify(e.message)} lacks ${JSON.stringify(needle)}`);
+    return e;
+  }
+  throw new Error(`${what}: resolved; a rejection naming ${needle} was expected`);
+}
+
+const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+Object.assign(globalThis, globals);
+
+await check('init with an injected GPU; presets and preset', async () => {
+  assert(/not initialized/.test((() => { try { presets(); } catch (e) { return e.message; } })() ?? ''), 'presets() before init should throw');
+  await init({ gpu: create([]) });
+  const names = presets().map((p) => p.name);
+  assert(names.includes('mlp-spiral') && names.includes('llama-tiny'), `presets: ${names}`);
+  assert(presets().every((p) => typeof p.description === 'string' && p.description.length > 0), 'descriptions');
+  const cfg = preset('mlp-spiral');
+  assert(cfg.model.mlp.input_dim === 2 && cfg.data.points.task === 'spiral', JSON.stringify(cfg));
+  assert(/no preset named/.test((() => { try { preset('nope'); } catch (e) { return e.message; } })() ?? ''), 'unknown preset should throw');
+});
+
+await check('invalid configs reject naming the field', async () => {
+  const llama = preset('llama-tiny');
+  llama.model.llama.heads = 5;
+  await rejects(Kiln.create(llama), 'invalid `llama.heads`: must divide d_model (64) evenly, got 5', 'heads = 5');
+  const mlp = preset('mlp-spiral');
+  await rejects(Kiln.create({ ...mlp, batch: 0 }), '`batch`', 'batch = 0');
+  await rejects(Kiln.create({ ...mlp, optimizer: { ...mlp.optimizer, lr: -1 } }), '`optimizer.lr`', 'lr = -1');
+  await rejects(Kiln.create({ ...mlp, bogus: 1 }), 'bogus', 'unknown field');
+  await rejects(Kiln.create(42), '`config`', 'a number as config');
+  let thrown = null;
+  try {
+    validateConfig({ ...mlp, model: { mlp: { ...mlp.model.mlp, input_dim: 3 } } });
+  } catch (e) {
+    thrown = e;
+  }
+  assert(thrown?.message.includes('`model.mlp.input_dim`'), `validateConfig: ${thrown?.message}`);
+});
+
+// A smaller copy of mlp-spiral: the same model and data, a batch SwiftShader steps through fast.
+const cfg = preset('mlp-spiral');
+cfg.batch = 128;
+let run;
+
+await check('create: info describes the run', async () => {
+  run = await Kiln.create(cfg);
+  const i = run.info;
+  assert(i.model === 'mlp' && i.task === 'spiral' && i.regression === false && i.classes === 2, JSON.stringify(i));
+  assert(i.parameters === 2 * 16 + 16 + 16 * 16 + 16 + 16 * 2 + 2, `parameters ${i.parameters}`);
+  assert(i.dispatchesPerStep > 5, `dispatchesPerStep ${i.dispatchesPerStep}`);
+  assert(typeof i.adapter.name === 'string' && i.adapter.name.length > 0, `adapter ${JSON.stringify(i.adapter)}`);
+  assert(i.tokensPerStep === 128 && i.config.batch === 128, 'tokensPerStep');
+});
+
+await check('mlp-spiral trains: loss falls, metrics arrive in chunks', async () => {
+  const before = await run.evaluate();
+  const seen = [];
+  const off = run.on('metrics', (batch) => {
+    assert(batch.stepsPerSecond > 0 && batch.tokensPerSecond > 0, 'throughput in the event');
+    seen.push(...batch);
+  });
+  const last = await run.train({ steps: 120, readEvery: 30 });
+  off();
+  assert(seen.length === 120, `${seen.length} metrics`);
+  assert(seen.every((m, k) => m.step === k + 1 && Number.isFinite(m.loss) && m.gradNorm >= 0), 'steps 1..120, finite');
+  assert(last.step === 120, `last ${JSON.stringify(last)}`);
+  const first = mean(seen.slice(0, 20).map((m) => m.loss));
+  const end = mean(seen.slice(-20).map((m) => m.loss));
+  console.log(`  training loss ${first.toFixed(4)} -> ${end.toFixed(4)}`);
+  assert(end < 0.85 * first, `training loss did not fall: ${first} -> ${end}`);
+  const after = await run.evaluate();
+  console.log(`  validation loss ${before.loss.toFixed(4)} -> ${after.loss.toFixed(4)}, accuracy ${after.accuracy}`);
+  assert(after.loss < before.loss && after.accuracy > before.accuracy, 'validation improved');
+});
+
+await check('overlapping calls are serialized; pause stops train early', async () => {
+  const training = run.train({ steps: 1000, readEvery: 5 });
+  const [grid, ev, one, ratios] = await Promise.all([
+    run.predictGrid({ size: 16 }),
+    run.evaluate({ validation: false }),
+    run.step(),
+    run.updateRatios(),
+  ]);
+  run.pause();
+  const last = await training;
+  assert(last.step < 1120, `pause: train ran to step ${last.step}`);
+  assert(grid.kind === 'classification' && grid.values.length === 256 && grid.values.every((p) => p >= 0 && p <= 1), 'grid');
+  assert(ev.accuracy !== null && one.step > 120 && ratios.length === 6, 'results');
+  const first = run.train({ steps: 10 });
+  const second = run.train({ steps: 10 });
+  await rejects(second, 'already training', 'a second concurrent train');
+  assert((await first).step > 0, 'the first train finishes');
+});
+
+await check('weights, updateRatios, dataset, predictGrid', async () => {
+  const w = await run.weights();
+  assert(w.map((t) => t.name).join() === 'layer0.weight,layer0.bias,layer1.weight,layer1.bias,layer2.weight,layer2.bias', w.map((t) => t.name).join());
+  assert(w[0].shape.join() === '16,2' && w[0].data instanceof Float32Array && w[0].data.length === 32, 'layer0.weight');
+  await run.updateRatios();
+  await run.train({ steps: 5 });
+  const r = await run.updateRatios();
+  assert(r.every((x) => x.ratio > 0 && x.ratio < 1), `ratios after 5 steps ${JSON.stringify(r)}`);
+  const d = run.dataset();
+  assert(d.kind === 'points' && d.inputDim === 2 && d.inputs.length === 2 * d.labels.length && d.labels.length === 1600, 'train split');
+  assert(d.validation.labels.length === 400, 'validation split');
+  await rejects(run.predictGrid({ size: 1000 }), '`size`', 'grid too large');
+  await rejects(run.predictGrid({ sizes: 4 }), '`sizes`', 'unknown option');
+  await rejects(run.generate('hi'), 'Llama', 'generate on an MLP');
+});
+
+await check('save and load restore the weights exactly', async () => {
+  const bytes = await run.save();
+  const saved = await run.weights();
+  assert(bytes instanceof Uint8Array && bytes.length > 1000, 'checkpoint bytes');
+  await run.train({ steps: 5 });
+  await run.load(bytes);
+  const restored = await run.weights();
+  assert(restored.every((t, k) => t.data.every((x, j) => x === saved[k].data[j])), 'weights differ after load');
+  await rejects(run.load(new Uint8Array([1, 2, 3])), '`checkpoint`', 'garbage checkpoint');
+});
+
+await check('a regression MLP predicts a curve', async () => {
+  const sine = preset('mlp-sine');
+  sine.batch = 64;
+  const r = await Kiln.create(sine);
+  await r.train({ steps: 10 });
+  const g = await r.predictGrid({ size: 33, extent: 1 });
+  assert(g.kind === 'regression' && g.values.length === 33 && g.values.every(Number.isFinite), 'curve');
+  assert((await r.evaluate()).accuracy === null, 'regression accuracy is null');
+  assert(r.dataset().targets.length > 0, 'targets');
+  await r.dispose();
+});
+
+await check('a tiny Llama trains and generates', async () => {
+  const text = 'the quick brown fox jumps over the lazy dog. '.repeat(20);
+  const llama = {
+    model: { llama: { vocab: 32, d_model: 16, heads: 2, layers: 1, context: 16, hidden: 32 } },
+    data: { text: { text, validation_fraction: 0.1 } },
+    batch: 4,
+    optimizer: { lr: 0.01 },
+    seed: 3,
+  };
+  const r = await Kiln.create(llama);
+  assert(r.info.model === 'llama' && r.info.task === 'text' && r.info.tokensPerStep === 64, JSON.stringify(r.info));
+  await r.train({ steps: 10, readEvery: 5 });
+  const out = await r.generate('the ', { maxTokens: 12, temperature: 0.8, topK: 5, seed: 7 });
+  assert(typeof out === 'string' && [...out].length === 12, `generated ${JSON.stringify(out)}`);
+  assert(out === (await r.generate('the ', { maxTokens: 12, temperature: 0.8, topK: 5, seed: 7 })), 'same seed, same text');
+  await rejects(r.generate('the ', { maxTokens: 0 }), '`maxTokens`', 'maxTokens 0');
+  await rejects(r.generate('Z'), '`prompt`', 'prompt outside the vocabulary');
+  const d = r.dataset();
+  assert(d.kind === 'text' && d.vocab.length === new Set(text).size && d.excerpt.startsWith('the quick'), 'text preview');
+  await rejects(r.predictGrid(), 'MLP', 'predictGrid on a Llama');
+  await r.dispose();
+});
+
+await check('after dispose() every call rejects', async () => {
+  const pending = run.evaluate(); // queued before dispose: still answered
+  const disposing = run.dispose();
+  await pending;
+  await disposing;
+  assert(run.disposed, 'disposed flag');
+  for (const [name, call] of [
+    ['train', () => run.train({ steps: 1 })],
+    ['step', () => run.step()],
+    ['evaluate', () => run.evaluate()],
+    ['weights', () => run.weights()],
+    ['updateRatios', () => run.updateRatios()],
+    ['predictGrid', () => run.predictGrid()],
+    ['save', () => run.save()],
+    ['load', () => run.load(new Uint8Array(8))],
+  ]) {
+    const e = await rejects(call(), DISPOSED, name);
+    assert(e.message === DISPOSED, `${name}: ${e.message}`);
+  }
+  let thrown = null;
+  try {
+    run.dataset();
+  } catch (e) {
+    thrown = e;
+  }
+  assert(thrown?.message === DISPOSED, 'dataset() after dispose');
+  await run.dispose(); // twice is fine
+});
+
+console.log(`node checks: ${failed ? `${failed} failed` : 'all passed'}`);
+process.exitCode = failed ? 1 : 0;
