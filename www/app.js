@@ -156,7 +156,9 @@ function showDataset(config, ds) {
   const regression = config.model.mlp.output_dim === 1;
   const classes = config.model.mlp.output_dim;
   $('data-title').textContent = regression ? 'Data & fitted curve' : 'Data & decision boundary';
-  $('data-hint').textContent = 'filled: training points · rings: validation';
+  $('data-hint').textContent = classes > 2
+    ? 'filled: training points · rings: validation · shading: probability of class 1 (predictGrid reports class 1 only)'
+    : 'filled: training points · rings: validation';
   const train = columns(ds, regression);
   if (!train) {
     plot.setPoints([], [], null, { regression, classes });
@@ -321,6 +323,12 @@ $('sample-now').onclick = () => { sendView(); send({ type: 'sample' }); };
 for (const id of ['sample-prompt', 'sample-temp']) $(id).addEventListener('change', sendView);
 
 form.onEdit((source) => {
+  if (source === 'model-kind') {
+    // Switching family starts from that family's first preset rather than stale fields.
+    const kind = form.modelKind();
+    const first = state.presets.find((p) => (kind === 'mlp' ? p.config.model.mlp : p.config.model.llama));
+    if (first) return choosePreset(first.name);
+  }
   $('preset').value = '';
   $('preset-desc').textContent = 'Your own configuration.';
   if (source === 'draw-class') return;

@@ -208,6 +208,29 @@ async function main() {
       await p2.context().close();
     });
 
+    await test('your own data: pasted text, clicked points, an uploaded CSV', page, async () => {
+      const text = 'the quick brown fox jumps over the lazy dog; pack my box with five dozen liquor jugs.\n'.repeat(8);
+      const vocab = new Set(text).size;
+      await page.selectOption('#tx-source', 'custom');
+      await page.fill('#tx-text', text);
+      await until(page, (v) => window.kilnPage.summary().info?.config?.data?.text?.text?.startsWith('the quick') && window.kilnPage.summary().info.config.model.llama.vocab === v, vocab, 'a Llama on the pasted text', 60_000);
+      assert((await page.textContent('#text-excerpt')).startsWith('the quick brown fox'), 'the excerpt shows the pasted text');
+      await page.check('input[name="model-kind"][value="mlp"]');
+      await until(page, () => window.kilnPage.summary().info?.model === 'mlp', null, 'back to an MLP', 60_000);
+      await page.selectOption('#pt-task', 'custom');
+      const box = await page.locator('#data-canvas').boundingBox();
+      for (let i = 0; i < 12; i++) {
+        await page.selectOption('#draw-class', String(i % 2));
+        const [fx, fy] = i % 2 ? [0.25, 0.3] : [0.7, 0.75];
+        await page.mouse.click(box.x + box.width * (fx + 0.02 * (i % 5)), box.y + box.height * (fy + 0.015 * (i % 3)));
+      }
+      await until(page, () => window.kilnPage.summary().info?.config?.data?.points?.csv?.split('\n').length === 12, null, 'a run on 12 clicked points', 60_000);
+      const rows = Array.from({ length: 30 }, (_, i) => `${Math.cos(i) * 0.8},${Math.sin(i) * 0.8},${i % 3}`);
+      await page.setInputFiles('#csv-file', { name: 'points.csv', mimeType: 'text/csv', buffer: Buffer.from('x,y,label\n' + rows.join('\n')) });
+      await until(page, () => window.kilnPage.summary().info?.config?.model?.mlp?.output_dim === 3, null, 'a 3-class run on the CSV', 60_000);
+      await page.screenshot({ path: path.join(OUT, 'own-points.png') });
+    });
+
     await test('without WebGPU the page explains what is needed', null, async () => {
       const p3 = await newPage(browser, { gpu: false });
       await p3.goto(server.url);

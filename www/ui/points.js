@@ -124,6 +124,10 @@ export class PointsPlot {
           for (let c = 0; c < k; c++) sum += Math.exp(row[c] - row[best]);
           cls = best;
           conf = 1 / sum;
+        } else if (this.classes > 2) {
+          // Only p(class 1) is known: shade it in class 1's colour.
+          cls = 1;
+          conf = values[cell];
         } else {
           const v = values[cell];
           const p = v >= 0 && v <= 1 ? v : 1 / (1 + Math.exp(-v));
@@ -131,8 +135,11 @@ export class PointsPlot {
           conf = Math.max(p, 1 - p);
         }
         const c = CLASS_RGB[cls % CLASS_RGB.length];
-        const kk = Math.max(1, this.classes);
-        const a = Math.max(0, Math.min(1, (conf - 1 / kk) / (1 - 1 / kk))) * 0.55 + 0.1;
+        const clamp = (v) => Math.max(0, Math.min(1, v));
+        let a;
+        if (k >= 2) a = clamp((conf - 1 / k) / (1 - 1 / k)) * 0.55 + 0.1;
+        else if (this.classes > 2) a = clamp(conf) * 0.65;
+        else a = clamp((conf - 0.5) / 0.5) * 0.55 + 0.1;
         // predictGrid's first row is y = +extent: the image's top row.
         const o = cell * 4;
         img.data[o] = Math.round(255 + (c[0] - 255) * a);
