@@ -120,6 +120,8 @@ function onCreated({ info, dataset, config, origin }) {
   $('loss-kind').textContent = mse ? '(mean squared error)' : '(cross-entropy, nats)';
   $('val-metric').textContent = '';
   $('stat-step').textContent = '0';
+  $('stat-sps').textContent = '–';
+  $('stat-tps').textContent = '–';
   $('stat-params').textContent = info.parameters.toLocaleString('en-US');
   $('adapter').textContent = `GPU: ${info.adapter?.name ?? 'unknown'} (${info.adapter?.backend ?? 'WebGPU'}) · ${info.dispatchesPerStep} dispatches per step`;
   $('sample-card').hidden = !llama;
