@@ -8,7 +8,7 @@
 //   | error {op, message} | state {playing} | metrics {points, rates} | snapshot {…} | sample
 //   {step, text} | saved {bytes} | loaded {step}
 
-import { init, Kiln, presets, preset } from './kiln.js';
+import { init, Kiln, presets, preset, adapterInfo } from './kiln.js';
 
 let run = null;
 let generation = 0; // bumps whenever `run` is replaced; stale loops and snapshots stop
@@ -40,6 +40,8 @@ function setPlaying(p) {
 async function start() {
   try {
     await init();
+    // navigator.gpu can exist with no usable adapter (blocklisted driver, GPU off): ask once.
+    await adapterInfo();
   } catch (e) {
     post({ type: 'nogpu', message: messageOf(e) });
     return;

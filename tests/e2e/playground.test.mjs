@@ -241,6 +241,21 @@ async function main() {
       await p3.context().close();
     });
 
+    await test('without a WebGPU adapter (Chromium without --enable-unsafe-webgpu) the page explains too', null, async () => {
+      const plain = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: ARGS });
+      try {
+        const p4 = await plain.newPage({ viewport: { width: 1400, height: 900 } });
+        await p4.goto(server.url);
+        await p4.waitForSelector('#nogpu:not([hidden])', { timeout: 30_000 });
+        const reason = await p4.textContent('#nogpu-reason');
+        assert(/adapter|WebGPU/.test(reason), `the reason names the problem: ${reason}`);
+        assert(await p4.isDisabled('#play'), 'Play stays disabled');
+        await p4.screenshot({ path: path.join(OUT, 'no-adapter.png') });
+      } finally {
+        await plain.close();
+      }
+    });
+
     const unexpected = errors.filter((e) => !/favicon/.test(e));
     await test('no uncaught page errors', null, async () => {
       assert(unexpected.length === 0, `page errors: ${unexpected.slice(0, 3).join(' | ')}`);
