@@ -10,6 +10,9 @@ export const MAX_CUSTOM_POINTS = 20_000;
 
 /** Extra llama fields the form has no inputs for (rope_theta, norm_eps), kept from the last config. */
 let llamaExtras = {};
+/** The vocabulary the built-in corpus (Genesis) needs, as the presets give it. */
+export const GENESIS_VOCAB = 60;
+let corpusVocab = GENESIS_VOCAB;
 
 function number(id, field, { int = false, min = -Infinity, max = Infinity } = {}) {
   const el = $(id);
@@ -94,7 +97,7 @@ export function readConfig() {
     data = { points };
   } else {
     const llama = {
-      vocab: 60,
+      vocab: corpusVocab,
       d_model: number('ll-d_model', 'd_model', { int: true, min: 2, max: 4096 }),
       heads: number('ll-heads', 'Heads', { int: true, min: 1, max: 4096 }),
       layers: number('ll-layers', 'Layers', { int: true, min: 1, max: 48 }),
@@ -150,6 +153,7 @@ export function writeConfig(c) {
   } else {
     const { vocab, d_model, heads, layers, context, hidden, ...extras } = c.model.llama;
     llamaExtras = extras;
+    if (c.data.text?.text == null) corpusVocab = Math.max(GENESIS_VOCAB, vocab);
     set('ll-d_model', d_model); set('ll-heads', heads); set('ll-layers', layers);
     set('ll-context', context); set('ll-hidden', hidden);
   }

@@ -29,7 +29,12 @@ export function shareUrl(config, base = location.href) {
   let fragment = 'c=' + toBase64Url(JSON.stringify(config));
   if (fragment.length > MAX_FRAGMENT) {
     const slim = structuredClone(config);
-    if (slim.data?.text?.text != null) { delete slim.data.text.text; dropped = 'your text'; }
+    if (slim.data?.text?.text != null) {
+      delete slim.data.text.text;
+      // Without the text the link trains on Genesis, which needs a vocabulary of 60.
+      if (slim.model?.llama) slim.model.llama.vocab = Math.max(slim.model.llama.vocab, 60);
+      dropped = 'your text';
+    }
     if (slim.data?.points?.csv != null) {
       delete slim.data.points.csv;
       slim.data.points.task = slim.data.points.task ?? 'spiral';
