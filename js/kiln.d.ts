@@ -26,7 +26,10 @@ export interface InitOptions {
   gpu?: GpuEntryPoint;
 }
 
-/** Loads and starts the wasm module. Idempotent: later calls return the first call's promise. */
+/**
+ * Loads and starts the wasm module. Idempotent: later calls return the first call's promise
+ * (a `gpu` they pass is still installed, for runs created afterwards).
+ */
 export function init(options?: InitOptions): Promise<void>;
 
 // ---------------------------------------------------------------------------------------------
@@ -302,6 +305,9 @@ export declare class Kiln {
   private constructor();
   /** Validates `config`, acquires a WebGPU device and builds the run; rejects with an Error naming the bad field. */
   static create(config: SessionConfig | string): Promise<Kiln>;
+
+  /** A new run from a checkpoint of `save()`, built from the config it carries; it continues exactly. */
+  static fromCheckpoint(bytes: Uint8Array | ArrayBuffer | ArrayBufferView): Promise<Kiln>;
 
   readonly info: Readonly<RunInfo>;
   /** Whether a `train()` is in progress. */

@@ -78,14 +78,21 @@ async function resolveWasm(wasm) {
 }
 
 /**
- * Loads and starts the wasm module (once; later calls return the same promise).
+ * Loads and starts the wasm module (once; later calls return the same promise, though a `gpu`
+ * they pass is still installed).
  * @param {import('./kiln').InitOptions} [options]
  */
 export function init(options = {}) {
+  let opts;
+  try {
+    opts = checkKeys(options, ['wasm', 'gpu'], 'init');
+  } catch (e) {
+    return Promise.reject(e);
+  }
+  // A GPU given later still counts (runs created after this call use it); the wasm loads once.
+  if (opts.gpu) installGpu(opts.gpu);
   if (ready) return ready;
   ready = (async () => {
-    const opts = checkKeys(options, ['wasm', 'gpu'], 'init');
-    if (opts.gpu) installGpu(opts.gpu);
     await initWasm({ module_or_path: await resolveWasm(opts.wasm) });
     initialized = true;
   })();
@@ -150,6 +157,13 @@ export async function adapterInfo() {
   }
 }
 
+function checkpointBytes(bytes) {
+  if (bytes instanceof Uint8Array) return bytes;
+  if (bytes instanceof ArrayBuffer) return new Uint8Array(bytes);
+  if (ArrayBuffer.isView(bytes)) return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  throw invalid('checkpoint', 'expected a Uint8Array or ArrayBuffer of a saved checkpoint');
+}
+
 function toMetrics(flat) {
   const out = [];
   for (let i = 0; i + 2 < flat.length; i += 3) out.push({ step: flat[i], loss: flat[i + 1], gradNorm: flat[i + 2] });
@@ -191,6 +205,19 @@ export class Kiln {
     let session;
     try {
       session = await bindings.Session.create(json);
+    } catch (e) {
+      throw asError(e);
+    }
+    return new Kiln(TOKEN, session);
+  }
+
+  /** A new run from a checkpoint of `save()`, with the checkpoint's own config; it continues exactly. */
+  static async fromCheckpoint(bytes) {
+    const view = checkpointBytes(bytes);
+    await ensureInit();
+    let session;
+    try {
+      session = await bindings.Session.fromCheckpoint(view);
     } catch (e) {
       throw asError(e);
     }
@@ -377,10 +404,11 @@ export class Kiln {
   /** Restores a checkpoint of the same model (from `save()`); on error the run is unchanged. */
   load(bytes) {
     let view;
-    if (bytes instanceof Uint8Array) view = bytes;
-    else if (bytes instanceof ArrayBuffer) view = new Uint8Array(bytes);
-    else if (ArrayBuffer.isView(bytes)) view = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    else return Promise.reject(invalid('checkpoint', 'expected a Uint8Array or ArrayBuffer of a saved checkpoint'));
+    try {
+      view = checkpointBytes(bytes);
+    } catch (e) {
+      return Promise.reject(e);
+    }
     return this.#enqueue((s) => s.load(view));
   }
 

@@ -30,10 +30,36 @@ fn json<T: Serialize>(value: &T) -> Result<String, JsValue> {
     serde_json::to_string(value).map_err(js_error)
 }
 
+/// wgpu panics when the global scope is neither a Window nor a worker (Node without a shim);
+/// this turns that, and a missing `navigator.gpu`, into an error that says what to do.
+fn check_webgpu_reachable() -> Result<()> {
+    let global = js_sys::global();
+    let has = |name: &str| Reflect::get(&global, &JsValue::from_str(name)).map(|v| !v.is_undefined()).unwrap_or(false);
+    let gpu = Reflect::get(&global, &"navigator".into())
+        .ok()
+        .filter(|n| n.is_object())
+        .and_then(|n| Reflect::get(&n, &"gpu".into()).ok())
+        .is_some_and(|g| g.is_object());
+    if !(has("Window") || has("WorkerGlobalScope")) || !gpu {
+        return Err(KilnError::NoAdapter(
+            "this JavaScript environment has no WebGPU (navigator.gpu). In a browser, use Chrome/Edge 113+, Safari 26+ or \
+             Firefox 141+ on a secure page (https or localhost); in Node, pass one to init: `init({ gpu: create([]) })` with \
+             `create` from the `webgpu` package"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+async fn acquire_gpu() -> Result<Gpu, JsValue> {
+    check_webgpu_reachable().map_err(js_error)?;
+    Gpu::new().await.map_err(js_error)
+}
+
 /// Acquires the browser's WebGPU device and describes the adapter and its limits.
 #[wasm_bindgen(js_name = adapterInfo)]
 pub async fn adapter_info() -> Result<JsValue, JsValue> {
-    let gpu = Gpu::new().await.map_err(js_error)?;
+    let gpu = acquire_gpu().await?;
     serde_wasm_bindgen::to_value(&gpu.summary()).map_err(js_error)
 }
 
@@ -73,8 +99,17 @@ impl WebSession {
     /// Validates the config (JSON of `SessionConfig`), acquires a device and builds the run.
     pub async fn create(config_json: String) -> Result<WebSession, JsValue> {
         let cfg = SessionConfig::from_json(&config_json).map_err(js_error)?;
-        let gpu = Gpu::new().await.map_err(js_error)?;
+        let gpu = acquire_gpu().await?;
         let session = Session::with_gpu(gpu, cfg).map_err(js_error)?;
+        let slots = layout(&session.cfg.model, &session.params);
+        Ok(WebSession { session, slots, snapshot: Snapshot::default() })
+    }
+
+    /// A run rebuilt from a checkpoint's own config, then loaded from it (continues exactly).
+    #[wasm_bindgen(js_name = fromCheckpoint)]
+    pub async fn from_checkpoint(bytes: Vec<u8>) -> Result<WebSession, JsValue> {
+        let gpu = acquire_gpu().await?;
+        let session = Session::from_checkpoint(gpu, &bytes).map_err(js_error)?;
         let slots = layout(&session.cfg.model, &session.params);
         Ok(WebSession { session, slots, snapshot: Snapshot::default() })
     }
@@ -273,7 +308,7 @@ impl WebSession {
                 }
                 let classes = mlp.output_dim;
                 let logits = self.session.predict(size * size, &inputs).await?;
-                Ok(logits.chunks_exact(classes).map(|row| class_one_probability(row)).collect())
+                Ok(logits.chunks_exact(classes).map(class_one_probability).collect())
             }
             (_, d) => Err(KilnError::invalid("model", format!("predictGrid needs 2-D classification or 1-D regression points; this MLP takes {d}-D inputs"))),
         }

@@ -33,12 +33,21 @@ async function rejects(promise, needle, what) {
   throw new Error(`${what}: resolved; a rejection naming ${needle} was expected`);
 }
 
+/** mlp-xor's config, written out: preset() needs the module started. */
+const preset_free = () => ({
+  model: { mlp: { input_dim: 2, hidden: [8], output_dim: 2, activation: 'relu' } },
+  data: { points: { task: 'xor', points: 200, noise: 0.01, validation_fraction: 0.2 } },
+  batch: 32,
+});
+
 const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 Object.assign(globalThis, globals);
 
-await check('init with an injected GPU; presets and preset', async () => {
+await check('no WebGPU: create rejects with advice; init with an injected GPU; presets and preset', async () => {
   assert(/not initialized/.test((() => { try { presets(); } catch (e) { return e.message; } })() ?? ''), 'presets() before init should throw');
+  // Without a GPU (Node has no navigator.gpu) creating a run rejects, saying what to do.
+  await rejects(Kiln.create(preset_free()), 'init({ gpu: create([]) })', 'create without WebGPU');
   await init({ gpu: create([]) });
   const names = presets().map((p) => p.name);
   assert(names.includes('mlp-spiral') && names.includes('llama-tiny'), `presets: ${names}`);
@@ -137,7 +146,7 @@ await check('weights, updateRatios, dataset, predictGrid', async () => {
   await rejects(run.generate('hi'), 'Llama', 'generate on an MLP');
 });
 
-await check('save and load restore the weights exactly', async () => {
+await check('save, load and fromCheckpoint restore the run exactly', async () => {
   const bytes = await run.save();
   const saved = await run.weights();
   assert(bytes instanceof Uint8Array && bytes.length > 1000, 'checkpoint bytes');
@@ -146,6 +155,13 @@ await check('save and load restore the weights exactly', async () => {
   const restored = await run.weights();
   assert(restored.every((t, k) => t.data.every((x, j) => x === saved[k].data[j])), 'weights differ after load');
   await rejects(run.load(new Uint8Array([1, 2, 3])), '`checkpoint`', 'garbage checkpoint');
+  const copy = await Kiln.fromCheckpoint(bytes);
+  const copied = await copy.weights();
+  assert(copied.every((t, k) => t.data.every((x, j) => x === saved[k].data[j])), 'fromCheckpoint weights differ');
+  assert(copy.info.parameters === run.info.parameters, 'fromCheckpoint info');
+  const [a, b] = [await run.step(), await copy.step()];
+  assert(a.step === b.step && a.loss === b.loss, `loaded runs continue identically: ${JSON.stringify([a, b])}`);
+  await copy.dispose();
 });
 
 await check('a regression MLP predicts a curve', async () => {

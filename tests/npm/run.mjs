@@ -2,10 +2,11 @@
 //   1. `npm pack` pkg/ and check the tarball's files;
 //   2. install the tarball, `webgpu` (Dawn) and Vite 7 into a fresh temporary Node project
 //      (from the npm registry, preferring the local cache);
-//   3. Node: tests/npm/node-check.mjs trains mlp-spiral on Dawn/SwiftShader, checks that bad
+//   3. TypeScript: tests/npm/types-check.ts compiles against kiln.d.ts with --strict;
+//   4. Node: tests/npm/node-check.mjs trains mlp-spiral on Dawn/SwiftShader, checks that bad
 //      configs reject naming the field, that overlapping calls work and that calls after
 //      dispose() reject;
-//   4. Vite: tests/npm/vite-app built with `vite build`, served by `vite preview` on 127.0.0.1,
+//   5. Vite: tests/npm/vite-app built with `vite build`, served by `vite preview` on 127.0.0.1,
 //      opened in headless Chromium (playwright-core, /usr/bin/chromium) where it trains
 //      mlp-spiral; the page must show falling loss.
 // Prints `N passed, N failed` and exits non-zero on any failure. KEEP_NPM_TEST=1 keeps the
@@ -124,15 +125,24 @@ async function main() {
   const webgpuVersion = rootPkg.devDependencies?.webgpu ?? 'latest';
   cpSync(join(here, 'vite-app'), app, { recursive: true });
   cpSync(join(here, 'node-check.mjs'), join(app, 'node-check.mjs'));
+  cpSync(join(here, 'types-check.ts'), join(app, 'types-check.ts'));
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'kiln-npm-test', private: true, type: 'module' }, null, 2));
   const installed = await check('npm install the tarball, webgpu and vite@7 into a fresh project', async () => {
-    const r = await run(npm, ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error', tarball, `webgpu@${webgpuVersion}`, 'vite@7'], { cwd: app, timeoutMs: 300_000 });
+    const r = await run(npm, ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error', tarball, `webgpu@${webgpuVersion}`, 'vite@7', 'typescript@5'], { cwd: app, timeoutMs: 300_000 });
     assert(r.code === 0, `npm install failed (exit ${r.code})`);
     assert(existsSync(join(app, 'node_modules/kiln-gpu/kiln_wasm_bg.wasm')), 'kiln-gpu not installed');
   });
   if (!installed) return;
 
-  // 3. Node + Dawn
+  // 3. TypeScript: the declarations accept the documented calls and reject wrong ones
+  await check('kiln.d.ts: tsc --strict accepts documented uses, rejects wrong ones', async () => {
+    const compilerOptions = { noEmit: true, strict: true, target: 'es2022', module: 'nodenext', moduleResolution: 'nodenext', lib: ['es2022', 'dom'], types: [], skipLibCheck: false };
+    writeFileSync(join(app, 'tsconfig.json'), JSON.stringify({ compilerOptions, files: ['types-check.ts'] }, null, 2));
+    const r = await run(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json'], { cwd: app, timeoutMs: 120_000 });
+    assert(r.code === 0, `tsc failed (exit ${r.code})`);
+  });
+
+  // 4. Node + Dawn
   const node = await run(process.execPath, ['node-check.mjs'], { cwd: app, env: gpuEnv, timeoutMs: 300_000 });
   for (const line of node.out.split('\n')) {
     if (line.startsWith('ok - ')) passed++;
@@ -140,7 +150,7 @@ async function main() {
   }
   if (node.code !== 0 && !/not ok - /.test(node.out)) notOk('node checks', `exit ${node.code} before any check failed`);
 
-  // 4. Vite build + preview + Chromium
+  // 5. Vite build + preview + Chromium
   const built = await check('vite build of an app that imports kiln-gpu', async () => {
     const r = await run(process.execPath, ['node_modules/vite/bin/vite.js', 'build', '--logLevel', 'warn'], { cwd: app, timeoutMs: 300_000 });
     assert(r.code === 0, `vite build failed (exit ${r.code})`);
