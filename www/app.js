@@ -7,6 +7,7 @@ import { LossChart, RatioChart } from './ui/charts.js';
 import { Heatmaps } from './ui/heatmaps.js';
 import { PointsPlot } from './ui/points.js';
 import { shareUrl, configFromHash, checkConfig } from './ui/share.js';
+import { wireFiles, showCustomPoints, download } from './ui/files.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -171,17 +172,6 @@ function showDataset(config, ds) {
   send({ type: 'refresh' });
 }
 
-/** The user's own points, drawn before a run exists for them. */
-function showCustomPoints() {
-  const regression = form.custom.kind === 'regression';
-  const p = form.custom.points;
-  plot.setPoints(p.map((q) => q.x), p.map((q) => q.y), regression ? null : p.map((q) => q.label), {
-    regression, classes: 10, keepExtent: true,
-  });
-  plot.clearGrid();
-  $('custom-count').textContent = `${p.length} points`;
-}
-
 function sendView() {
   send({ type: 'view', view: { grid: plot.gridRequest(plot.regression ? 200 : 64), prompt: $('sample-prompt').value, temperature: Number($('sample-temp').value) || 0 } });
 }
@@ -300,7 +290,7 @@ function onReady(presets) {
   } else {
     choosePreset(presets.find((p) => p.name === 'mlp-spiral') ? 'mlp-spiral' : presets[0]?.name, false);
   }
-  if (form.modelKind() === 'mlp' && $('pt-task').value === 'custom') showCustomPoints();
+  if (form.modelKind() === 'mlp' && $('pt-task').value === 'custom') showCustomPoints(plot);
   apply({ play: false });
 }
 
@@ -339,83 +329,21 @@ form.onEdit((source) => {
     form.custom.points = [];
     form.syncVisibility();
   }
-  if ($('pt-task').value === 'custom' && form.modelKind() === 'mlp') showCustomPoints();
+  if ($('pt-task').value === 'custom' && form.modelKind() === 'mlp') showCustomPoints(plot);
   clearTimeout(editTimer);
   editTimer = setTimeout(() => apply(), source === 'tx-text' || source === 'mlp-hidden' ? 900 : 400);
 });
 
-plot.onClick = (x, y) => {
-  if (form.modelKind() !== 'mlp') return;
-  if ($('pt-task').value !== 'custom') {
-    $('pt-task').value = 'custom';
-    form.custom.kind = form.isRegressionTask() ? 'regression' : form.custom.kind;
-    form.custom.points = [];
-    form.syncVisibility();
-  }
-  if (form.custom.points.length >= form.MAX_CUSTOM_POINTS) return;
-  const label = Number($('draw-class').value);
-  form.custom.points.push(form.custom.kind === 'regression' ? { x, y } : { x, y, label });
-  showCustomPoints();
-  clearTimeout(editTimer);
-  if (form.custom.points.length >= 10) editTimer = setTimeout(() => apply(), 700);
-};
-
-$('clear-points').onclick = () => {
-  form.custom.points = [];
-  showCustomPoints();
-};
-
-$('csv-file').onchange = async (e) => {
-  const file = e.target.files?.[0];
-  e.target.value = '';
-  if (!file) return;
-  if (file.size > 2 << 20) return showError('CSV: the file is larger than 2 MiB');
-  try {
-    form.loadCsv(await file.text());
-  } catch (err) {
-    return showError(err.message);
-  }
-  $('pt-task').value = 'custom';
-  form.syncVisibility();
-  const p = form.custom.points;
-  plot.setPoints(p.map((q) => q.x), p.map((q) => q.y), form.custom.kind === 'regression' ? null : p.map((q) => q.label), {
-    regression: form.custom.kind === 'regression', classes: 10,
-  });
-  apply();
-};
-
-$('copy-url').onclick = async () => {
-  const url = $('share-url').value;
-  try {
-    await navigator.clipboard.writeText(url);
-    $('share-note').textContent = 'Link copied.';
-  } catch {
-    $('share-url').select();
-    $('share-note').textContent = 'Select the link and copy it.';
-  }
-};
-
-$('ckpt-save').onclick = () => send({ type: 'save' });
-$('ckpt-load').onchange = async (e) => {
-  const file = e.target.files?.[0];
-  e.target.value = '';
-  if (!file) return;
-  if (file.size > 512 << 20) return showError('Checkpoint: the file is larger than 512 MiB');
-  const bytes = new Uint8Array(await file.arrayBuffer());
-  send({ type: 'load', bytes }, [bytes.buffer]);
-};
-
-function download(bytes, step) {
-  const blob = new Blob([bytes], { type: 'application/octet-stream' });
-  const a = document.createElement('a');
-  a.href = URL.createObjectURL(blob);
-  const name = $('preset').value || 'kiln';
-  a.download = `${name}-step${step}.safetensors`;
-  document.body.append(a);
-  a.click();
-  a.remove();
-  setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
-}
+wireFiles({
+  plot,
+  send,
+  showError,
+  apply: (ms = 0) => {
+    clearTimeout(editTimer);
+    editTimer = setTimeout(() => apply(), ms);
+  },
+  cancelApply: () => clearTimeout(editTimer),
+});
 
 addEventListener('hashchange', () => {
   try {
