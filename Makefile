@@ -8,9 +8,9 @@ export RUST_TEST_THREADS ?= 2
 # Vulkan loaders complain when this is unset; any private directory will do.
 export XDG_RUNTIME_DIR ?= /tmp/kiln-xdg-$(shell id -u)
 
-.PHONY: test test-native test-browser test-fuzz test-npm npm serve setup-test setup-serve bench bench-torch clean
+.PHONY: test test-native test-browser test-fuzz test-npm test-e2e npm build-page serve setup-test setup-serve bench bench-torch clean
 
-test: setup-test test-native test-browser test-npm test-fuzz
+test: setup-test test-native test-browser test-npm test-e2e test-fuzz
 	@echo "make test: all suites passed"
 
 setup-test:
@@ -53,7 +53,18 @@ bench-torch:
 	python3 bench/torch_reference.py --json target/bench-torch.json
 
 serve: setup-serve
-	trunk serve
+	PATH="$(CURDIR)/node_modules/.bin:$$PATH" trunk serve
+
+# The page as `make serve` builds it, in release, into dist/. www/index.html keeps Trunk's
+# wasm-opt off (data-wasm-opt="0"): Debian's binaryen 108 breaks Rust 1.95 wasm; npm's 132 goes
+# first on PATH anyway.
+build-page: setup-serve
+	PATH="$(CURDIR)/node_modules/.bin:$$PATH" trunk build --release
+
+# End-to-end tests of the playground in headless Chromium (SwiftShader WebGPU); screenshots in
+# test-output/. Prints "e2e: N passed, M failed".
+test-e2e: setup-test build-page
+	node tests/e2e/playground.test.mjs dist
 
 clean:
 	cargo clean

@@ -1,0 +1,278 @@
+// playground.test.mjs — end-to-end tests of the playground page (www/) in headless Chromium
+// with SwiftShader's WebGPU, against the Trunk release build in dist/ served on 127.0.0.1.
+//   node tests/e2e/playground.test.mjs [dist-dir]
+// Prints one line per test and a closing "e2e: N passed, M failed"; exits 1 on any failure.
+// Screenshots go to test-output/.
+
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+import { serve } from './server.mjs';
+
+const DIST = process.argv[2] ?? 'dist';
+const OUT = 'test-output';
+const ARGS = ['--headless=new', '--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-dev-shm-usage'];
+const WEBGPU = [...ARGS, '--enable-unsafe-webgpu'];
+
+const results = [];
+const t0 = Date.now();
+const log = (msg) => console.log(`[${((Date.now() - t0) / 1000).toFixed(0).padStart(3)}s] ${msg}`);
+
+function assert(cond, message) {
+  if (!cond) throw new Error(message);
+}
+
+async function test(name, page, fn) {
+  const start = Date.now();
+  try {
+    await fn();
+    results.push({ name, ok: true });
+    log(`ok   ${name} (${((Date.now() - start) / 1000).toFixed(1)}s)`);
+  } catch (e) {
+    results.push({ name, ok: false });
+    log(`FAIL ${name}: ${e.message}`);
+    if (page) await page.screenshot({ path: path.join(OUT, `fail-${name.replace(/\W+/g, '-')}.png`), fullPage: true }).catch(() => {});
+  }
+}
+
+/** Polls `fn` in the page until it returns something truthy; fails with `what` after `ms`. */
+async function until(page, fn, arg, what, ms = 60_000) {
+  try {
+    const handle = await page.waitForFunction(fn, arg, { timeout: ms, polling: 250 });
+    return await handle.jsonValue();
+  } catch {
+    const s = await page.evaluate(() => window.kilnPage?.summary()).catch(() => null);
+    throw new Error(`timed out waiting for ${what}; page state: ${JSON.stringify(s)?.slice(0, 600)}`);
+  }
+}
+
+const summary = (page) => page.evaluate(() => window.kilnPage.summary());
+
+/** Every heatmap canvas's pixels, concatenated. */
+const heatPixels = (page) =>
+  page.evaluate(() => [...document.querySelectorAll('#heatmaps canvas')].map((c) => Array.from(c.getContext('2d').getImageData(0, 0, c.width, c.height).data)).flat());
+
+/** Fraction of the data canvas that is not white (the boundary tints the whole background). */
+const tinted = (page) =>
+  page.evaluate(() => {
+    const c = document.getElementById('data-canvas');
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    let n = 0;
+    for (let i = 0; i < d.length; i += 4) if (d[i] < 250 || d[i + 1] < 250 || d[i + 2] < 250) n++;
+    return n / (d.length / 4);
+  });
+
+/** Pixels of the loss chart drawn in the train series' colour (#3b6fd4). */
+const lossInk = (page) =>
+  page.evaluate(() => {
+    const c = document.querySelector('#loss-chart canvas');
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    let n = 0;
+    for (let i = 0; i < d.length; i += 4) if (Math.abs(d[i] - 59) < 40 && Math.abs(d[i + 1] - 111) < 40 && Math.abs(d[i + 2] - 212) < 40) n++;
+    return n;
+  });
+
+const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+async function newPage(browser, { gpu = true, errors } = {}) {
+  const context = await browser.newContext({ viewport: { width: 1400, height: 1000 }, acceptDownloads: true });
+  if (!gpu) await context.addInitScript(() => Object.defineProperty(Navigator.prototype, 'gpu', { get: () => undefined, configurable: true }));
+  const page = await context.newPage();
+  page.on('pageerror', (e) => errors?.push(e.message));
+  page.on('console', (m) => { if (m.type() === 'error') errors?.push(m.text()); });
+  return page;
+}
+
+async function main() {
+  await fs.mkdir(OUT, { recursive: true });
+  await fs.access(path.join(DIST, 'index.html')).catch(() => {
+    throw new Error(`${DIST}/index.html is missing: run \`trunk build --release\` first`);
+  });
+  const server = await serve(DIST);
+  const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: WEBGPU });
+  try {
+    const errors = [];
+    const page = await newPage(browser, { errors });
+    await page.goto(server.url);
+
+    await test('page loads and builds the mlp-spiral preset', page, async () => {
+      await until(page, () => window.kilnPage?.summary().info && window.kilnPage.summary().heatmaps > 0, null, 'the first run and its heatmaps', 60_000);
+      const s = await summary(page);
+      assert(s.info.model === 'mlp' && s.info.task === 'spiral', `expected the spiral MLP, got ${s.info.model}/${s.info.task}`);
+      assert(await page.inputValue('#preset') === 'mlp-spiral', 'preset menu shows mlp-spiral');
+      assert(s.error === null, `no error expected, got ${s.error}`);
+    });
+
+    await test('MLP trains: loss curve fills and falls, heatmaps change, boundary appears', page, async () => {
+      await until(page, () => window.kilnPage.summary().hasGrid, null, 'the first decision grid', 30_000);
+      const before = await heatPixels(page);
+      await page.click('#play');
+      await until(page, () => window.kilnPage.summary().loss.points >= 30, null, '30 training steps', 120_000);
+      await page.waitForTimeout(1500); // one more snapshot
+      await page.screenshot({ path: path.join(OUT, 'mlp-spiral-training.png'), fullPage: true });
+      await page.click('#pause');
+      await until(page, () => !window.kilnPage.summary().playing, null, 'pause', 20_000);
+      const s = await summary(page);
+      const tr = s.trainLoss;
+      const first = mean(tr.slice(0, 5)), last = mean(tr.slice(-5));
+      assert(last < first - 0.01, `train loss should fall: first 5 steps ${first.toFixed(4)}, last 5 ${last.toFixed(4)}`);
+      assert(s.loss.validation >= 2, `expected validation points, got ${s.loss.validation}`);
+      assert((await lossInk(page)) > 100, 'the loss chart canvas shows the train curve');
+      const after = await heatPixels(page);
+      assert(after.length === before.length && after.length > 0, 'same heatmaps before and after');
+      const changed = after.filter((v, i) => v !== before[i]).length;
+      assert(changed > 20, `heatmap pixels should change while training (changed: ${changed})`);
+      const frac = await tinted(page);
+      assert(frac > 0.8, `the decision boundary should tint the data plot (tinted fraction ${frac.toFixed(2)})`);
+      const sps = await page.textContent('#stat-sps');
+      assert(Number(sps) > 0, `steps/s shows a rate (got "${sps}")`);
+    });
+
+    await test('single step advances exactly one step', page, async () => {
+      const s0 = (await summary(page)).step;
+      await page.click('#step');
+      await until(page, (n) => window.kilnPage.summary().step >= n + 1, s0, 'one step');
+      await page.waitForTimeout(500);
+      const s1 = (await summary(page)).step;
+      assert(s1 === s0 + 1, `step went from ${s0} to ${s1}`);
+    });
+
+    await test('checkpoint download and upload', page, async () => {
+      const [download] = await Promise.all([page.waitForEvent('download', { timeout: 30_000 }), page.click('#ckpt-save')]);
+      const file = path.join(OUT, 'checkpoint.safetensors');
+      await download.saveAs(file);
+      const bytes = await fs.readFile(file);
+      assert(bytes.length > 1000, `checkpoint has ${bytes.length} bytes`);
+      const step = (await summary(page)).step;
+      await page.click('#play');
+      await until(page, (n) => window.kilnPage.summary().step > n + 2, step, 'training past the checkpoint', 60_000);
+      await page.click('#pause');
+      await page.setInputFiles('#ckpt-load', file);
+      await until(page, (n) => /Checkpoint loaded at step/.test(document.getElementById('status').textContent) && window.kilnPage.summary().step === n, step, 'the checkpoint to load', 30_000);
+      await page.setInputFiles('#ckpt-load', { name: 'junk.safetensors', mimeType: 'application/octet-stream', buffer: Buffer.from('not a checkpoint at all') });
+      await until(page, () => /not a Kiln checkpoint/.test(window.kilnPage.summary().error ?? ''), null, 'the bad-checkpoint message', 10_000);
+    });
+
+    await test('Llama (small) trains and samples text', page, async () => {
+      await page.selectOption('#preset', 'llama-tiny');
+      await until(page, () => window.kilnPage.summary().info?.model === 'llama', null, 'the llama-tiny run', 60_000);
+      // Shrink it so SwiftShader keeps up: one edit burst, one rebuild.
+      await page.fill('#ll-d_model', '32');
+      await page.fill('#ll-heads', '2');
+      await page.fill('#ll-layers', '1');
+      await page.fill('#ll-context', '32');
+      await page.fill('#ll-hidden', '64');
+      await page.fill('#batch', '4');
+      await until(page, () => window.kilnPage.summary().info?.config?.model?.llama?.d_model === 32 && window.kilnPage.summary().info.config.batch === 4, null, 'the small Llama', 60_000);
+      const excerpt = await page.textContent('#text-excerpt');
+      assert(/God/.test(excerpt), 'the text excerpt shows Genesis');
+      await page.click('#play');
+      await until(page, () => window.kilnPage.summary().lastSampleStep > 0 && window.kilnPage.summary().loss.points >= 5, null, 'a sample after training steps', 150_000);
+      await page.screenshot({ path: path.join(OUT, 'llama-training.png'), fullPage: true });
+      await page.click('#pause');
+      const s = await summary(page);
+      assert(s.lastSample.length > 0, 'the sample is not empty');
+      assert((await page.textContent('#sample-output')).includes(s.lastSample.slice(0, 20)), 'the sample is shown');
+      assert(Number((await page.textContent('#stat-tps')).replace(/,/g, '')) > 0, 'tokens/s shows a rate');
+      assert(s.heatmaps >= 9, `every Llama tensor has a heatmap (got ${s.heatmaps})`);
+    });
+
+    await test('bad config (heads not dividing d_model) shows the error and the page keeps working', page, async () => {
+      await until(page, () => !window.kilnPage.summary().playing, null, 'pause', 20_000);
+      await page.fill('#ll-heads', '3');
+      const msg = await until(page, () => window.kilnPage.summary().error, null, 'the error message', 30_000);
+      assert(/heads/.test(msg) && /divide/.test(msg), `the message names heads and says why: ${msg}`);
+      assert(await page.isVisible('#config-error'), 'the error is visible');
+      await page.screenshot({ path: path.join(OUT, 'bad-config.png') });
+      const s = await summary(page);
+      assert(s.info.config.model.llama.heads === 2, 'the previous run stays loaded');
+      await page.fill('#ll-heads', '4');
+      await until(page, () => window.kilnPage.summary().error === null && window.kilnPage.summary().info.config.model.llama.heads === 4, null, 'the fixed config to build', 60_000);
+      await page.click('#step');
+      await until(page, () => window.kilnPage.summary().step >= 1, null, 'a step after the fix', 60_000);
+    });
+
+    await test('the share link restores the config; a damaged link is refused as text', page, async () => {
+      const url = await page.inputValue('#share-url');
+      assert(url.includes('#c=') && url.length < 13_000, `share link looks right (${url.length} chars)`);
+      const p2 = await newPage(browser, { errors });
+      await p2.goto(url);
+      await until(p2, () => window.kilnPage?.summary().info?.model === 'llama', null, 'the shared Llama', 60_000);
+      assert(await p2.inputValue('#ll-heads') === '4' && await p2.inputValue('#ll-d_model') === '32', 'form restored from the link');
+      const evil = Buffer.from(JSON.stringify({ model: { mlp: { input_dim: 2, hidden: ['<img src=x onerror=alert(1)>'], output_dim: 2, activation: 'relu' } }, data: { points: { task: 'spiral', points: 100, noise: 0, validation_fraction: 0.2 } }, batch: 8 })).toString('base64url');
+      await p2.goto(server.url + '#c=' + evil);
+      await p2.reload();
+      await until(p2, () => /Ignoring the link/.test(window.kilnPage?.summary().linkError ?? ''), null, 'the damaged-link message', 60_000);
+      await until(p2, () => window.kilnPage.summary().info?.model === 'mlp', null, 'a preset instead', 60_000);
+      assert((await p2.$$('img')).length === 0, 'nothing from the link became HTML');
+      await p2.context().close();
+    });
+
+    await test('your own data: pasted text, clicked points, an uploaded CSV', page, async () => {
+      const text = 'the quick brown fox jumps over the lazy dog; pack my box with five dozen liquor jugs.\n'.repeat(8);
+      const vocab = new Set(text).size;
+      await page.selectOption('#tx-source', 'custom');
+      await page.fill('#tx-text', text);
+      await until(page, (v) => window.kilnPage.summary().info?.config?.data?.text?.text?.startsWith('the quick') && window.kilnPage.summary().info.config.model.llama.vocab === v, vocab, 'a Llama on the pasted text', 60_000);
+      assert((await page.textContent('#text-excerpt')).startsWith('the quick brown fox'), 'the excerpt shows the pasted text');
+      await page.check('input[name="model-kind"][value="mlp"]');
+      await until(page, () => window.kilnPage.summary().info?.model === 'mlp', null, 'back to an MLP', 60_000);
+      await page.selectOption('#pt-task', 'custom');
+      const box = await page.locator('#data-canvas').boundingBox();
+      for (let i = 0; i < 12; i++) {
+        await page.selectOption('#draw-class', String(i % 2));
+        const [fx, fy] = i % 2 ? [0.25, 0.3] : [0.7, 0.75];
+        await page.mouse.click(box.x + box.width * (fx + 0.02 * (i % 5)), box.y + box.height * (fy + 0.015 * (i % 3)));
+      }
+      await until(page, () => window.kilnPage.summary().info?.config?.data?.points?.csv?.split('\n').length === 12, null, 'a run on 12 clicked points', 60_000);
+      const rows = Array.from({ length: 30 }, (_, i) => `${Math.cos(i) * 0.8},${Math.sin(i) * 0.8},${i % 3}`);
+      await page.setInputFiles('#csv-file', { name: 'points.csv', mimeType: 'text/csv', buffer: Buffer.from('x,y,label\n' + rows.join('\n')) });
+      await until(page, () => window.kilnPage.summary().info?.config?.model?.mlp?.output_dim === 3, null, 'a 3-class run on the CSV', 60_000);
+      await page.screenshot({ path: path.join(OUT, 'own-points.png') });
+    });
+
+    await test('without WebGPU the page explains what is needed', null, async () => {
+      const p3 = await newPage(browser, { gpu: false });
+      await p3.goto(server.url);
+      await p3.waitForSelector('#nogpu:not([hidden])', { timeout: 20_000 });
+      const text = await p3.textContent('#nogpu');
+      for (const needle of ['WebGPU', 'secure', 'https', 'localhost', 'enable-unsafe-webgpu']) assert(text.includes(needle), `the explanation mentions ${needle}`);
+      await p3.screenshot({ path: path.join(OUT, 'no-webgpu.png') });
+      await p3.context().close();
+    });
+
+    await test('without a WebGPU adapter (Chromium without --enable-unsafe-webgpu) the page explains too', null, async () => {
+      const plain = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: ARGS });
+      try {
+        const p4 = await plain.newPage({ viewport: { width: 1400, height: 900 } });
+        await p4.goto(server.url);
+        await p4.waitForSelector('#nogpu:not([hidden])', { timeout: 30_000 });
+        const reason = await p4.textContent('#nogpu-reason');
+        assert(/adapter|WebGPU/.test(reason), `the reason names the problem: ${reason}`);
+        assert(await p4.isDisabled('#play'), 'Play stays disabled');
+        await p4.screenshot({ path: path.join(OUT, 'no-adapter.png') });
+      } finally {
+        await plain.close();
+      }
+    });
+
+    const unexpected = errors.filter((e) => !/favicon/.test(e));
+    await test('no uncaught page errors', null, async () => {
+      assert(unexpected.length === 0, `page errors: ${unexpected.slice(0, 3).join(' | ')}`);
+    });
+  } finally {
+    await browser.close();
+    await server.close();
+  }
+}
+
+try {
+  await main();
+} catch (e) {
+  results.push({ name: 'setup', ok: false });
+  log(`FAIL setup: ${e.message}`);
+}
+const passed = results.filter((r) => r.ok).length;
+const failed = results.length - passed;
+console.log(`e2e: ${passed} passed, ${failed} failed (${((Date.now() - t0) / 1000).toFixed(0)}s)`);
+process.exit(failed ? 1 : 0);

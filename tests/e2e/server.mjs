@@ -1,0 +1,36 @@
+// server.mjs — a tiny static file server for the Trunk build (dist/), on 127.0.0.1 and a free
+// port, for the end-to-end tests. Only files under the root are served.
+import http from 'node:http';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+
+const TYPES = {
+  '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.mjs': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8', '.wasm': 'application/wasm', '.json': 'application/json', '.png': 'image/png',
+  '.svg': 'image/svg+xml', '.txt': 'text/plain; charset=utf-8',
+};
+
+/** Starts serving `root`; resolves with {url, close()}. */
+export function serve(root) {
+  const base = path.resolve(root);
+  const server = http.createServer(async (req, res) => {
+    try {
+      const url = new URL(req.url, 'http://x');
+      let file = path.resolve(base, '.' + decodeURIComponent(url.pathname));
+      if (!file.startsWith(base)) throw new Error('outside root');
+      if ((await fs.stat(file)).isDirectory()) file = path.join(file, 'index.html');
+      const body = await fs.readFile(file);
+      res.writeHead(200, { 'content-type': TYPES[path.extname(file)] ?? 'application/octet-stream', 'cache-control': 'no-store' });
+      res.end(body);
+    } catch {
+      res.writeHead(404, { 'content-type': 'text/plain' });
+      res.end('not found');
+    }
+  });
+  return new Promise((resolve) => {
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      resolve({ url: `http://127.0.0.1:${port}/`, close: () => new Promise((r) => server.close(r)) });
+    });
+  });
+}

@@ -1,0 +1,99 @@
+// files.js — the user's own data and files: clicking points onto the data plot, clearing them,
+// uploading a CSV of points, copying the share link, downloading and uploading checkpoints.
+
+import * as form from './form.js';
+
+const $ = (id) => document.getElementById(id);
+
+/** The user's own points, drawn before a run exists for them. */
+export function showCustomPoints(plot) {
+  const regression = form.custom.kind === 'regression';
+  const p = form.custom.points;
+  plot.setPoints(p.map((q) => q.x), p.map((q) => q.y), regression ? null : p.map((q) => q.label), {
+    regression, classes: 10, keepExtent: true,
+  });
+  plot.clearGrid();
+  $('custom-count').textContent = `${p.length} points`;
+}
+
+/**
+ * Wires the own-data and file controls. `apply(ms)` rebuilds the run after `ms` (debounced),
+ * `cancelApply()` drops a pending rebuild, `send` posts to the worker.
+ */
+export function wireFiles({ plot, send, showError, apply, cancelApply }) {
+  plot.onClick = (x, y) => {
+    if (form.modelKind() !== 'mlp') return;
+    if ($('pt-task').value !== 'custom') {
+      // Clicking a generated set starts your own points of the same kind.
+      form.custom.kind = form.isRegressionTask() ? 'regression' : 'classes';
+      $('pt-task').value = 'custom';
+      form.custom.points = [];
+      form.syncVisibility();
+    }
+    if (form.custom.points.length >= form.MAX_CUSTOM_POINTS) return;
+    const label = Number($('draw-class').value);
+    form.custom.points.push(form.custom.kind === 'regression' ? { x, y } : { x, y, label });
+    showCustomPoints(plot);
+    cancelApply();
+    if (form.custom.points.length >= 10) apply(700);
+  };
+
+  $('clear-points').onclick = () => {
+    form.custom.points = [];
+    showCustomPoints(plot);
+  };
+
+  $('csv-file').onchange = async (e) => {
+    const file = e.target.files?.[0];
+    e.target.value = '';
+    if (!file) return;
+    if (file.size > 2 << 20) return showError('CSV: the file is larger than 2 MiB');
+    try {
+      form.loadCsv(await file.text());
+    } catch (err) {
+      return showError(err.message);
+    }
+    $('pt-task').value = 'custom';
+    form.syncVisibility();
+    const p = form.custom.points;
+    plot.setPoints(p.map((q) => q.x), p.map((q) => q.y), form.custom.kind === 'regression' ? null : p.map((q) => q.label), {
+      regression: form.custom.kind === 'regression', classes: 10,
+    });
+    apply();
+  };
+
+  $('copy-url').onclick = async () => {
+    const url = $('share-url').value;
+    try {
+      await navigator.clipboard.writeText(url);
+      $('share-note').textContent = 'Link copied.';
+    } catch {
+      $('share-url').select();
+      $('share-note').textContent = 'Select the link and copy it.';
+    }
+  };
+
+  $('ckpt-save').onclick = () => send({ type: 'save' });
+  $('ckpt-load').onchange = async (e) => {
+    const file = e.target.files?.[0];
+    e.target.value = '';
+    if (!file) return;
+    if (file.size > 512 << 20) return showError('Checkpoint: the file is larger than 512 MiB');
+    const bytes = new Uint8Array(await file.arrayBuffer());
+    send({ type: 'load', bytes }, [bytes.buffer]);
+  };
+}
+
+/** Saves checkpoint bytes as a .safetensors download named after the preset and step. */
+export function download(bytes, step) {
+  const blob = new Blob([bytes], { type: 'application/octet-stream' });
+  const a = document.createElement('a');
+  a.href = URL.createObjectURL(blob);
+  const name = $('preset').value || 'kiln';
+  a.download = `${name}-step${step}.safetensors`;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
+}
+

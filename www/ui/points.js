@@ -1,0 +1,201 @@
+// points.js — the data plot: a 2-D scatter with the model's decision boundary underneath, or a
+// 1-D regression (targets and the model's curve). Clicking adds the user's own points.
+
+export const CLASS_COLORS = ['#2f6fd0', '#e8731a', '#2ca25f', '#8e44ad', '#d62728', '#17becf', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22'];
+
+function rgb(hex) {
+  const n = parseInt(hex.slice(1), 16);
+  return [(n >> 16) & 255, (n >> 8) & 255, n & 255];
+}
+const CLASS_RGB = CLASS_COLORS.map(rgb);
+
+/**
+ * The view [xmin, xmax, ymin, ymax] around the points. x is always symmetric, [-e, e], because
+ * predictGrid evaluates the model over [-e, e] (and [-e, e]² for 2-D data); a 2-D view is that
+ * square, a regression view fits y to the targets.
+ */
+export function extentOf(xs, ys, regression) {
+  let e = 1.1;
+  let [y0, y1] = [Infinity, -Infinity];
+  for (let i = 0; i < xs.length; i++) {
+    e = Math.max(e, Math.abs(xs[i]) * 1.1);
+    if (!regression) e = Math.max(e, Math.abs(ys[i]) * 1.1);
+    y0 = Math.min(y0, ys[i]); y1 = Math.max(y1, ys[i]);
+  }
+  if (!regression) return [-e, e, -e, e];
+  if (!Number.isFinite(y0)) [y0, y1] = [-1, 1];
+  const my = Math.max((y1 - y0) * 0.12, 0.1);
+  return [-e, e, y0 - my, y1 + my];
+}
+
+export class PointsPlot {
+  constructor(canvas) {
+    this.canvas = canvas;
+    this.ctx = canvas.getContext('2d');
+    this.points = null; // {xs, ys, labels|null}
+    this.regression = false;
+    this.classes = 2;
+    this.extent = [-1.1, 1.1, -1.1, 1.1];
+    this.grid = null; // {size, values}
+    this.onClick = null;
+    canvas.addEventListener('click', (e) => {
+      if (!this.onClick) return;
+      const r = canvas.getBoundingClientRect();
+      const [x0, x1, y0, y1] = this.extent;
+      const x = x0 + ((e.clientX - r.left) / r.width) * (x1 - x0);
+      const y = y1 - ((e.clientY - r.top) / r.height) * (y1 - y0);
+      this.onClick(x, y);
+    });
+  }
+
+  /**
+   * Sets the points to draw: xs, ys (targets for regression), labels (null for regression);
+   * `held` is an optional second set (the validation split), drawn as rings.
+   */
+  setPoints(xs, ys, labels, { regression, classes, keepExtent = false, held = null }) {
+    this.points = { xs, ys, labels };
+    this.held = held;
+    this.regression = regression;
+    this.classes = classes;
+    if (!keepExtent) {
+      this.extent = extentOf(xs, ys, regression);
+      this.grid = null;
+    }
+    this.draw();
+  }
+
+  clearGrid() {
+    this.grid = null;
+    this.draw();
+  }
+
+  /** The grid that predictGrid should evaluate: `size` cells a side over [-e, e]². */
+  gridRequest(size) {
+    return { size, extent: this.extent[1] };
+  }
+
+  setGrid(grid) {
+    this.grid = grid;
+    this.draw();
+  }
+
+  toPx(x, y) {
+    const [x0, x1, y0, y1] = this.extent;
+    const { width: w, height: h } = this.canvas;
+    return [((x - x0) / (x1 - x0)) * w, ((y1 - y) / (y1 - y0)) * h];
+  }
+
+  draw() {
+    const { ctx, canvas } = this;
+    ctx.fillStyle = '#fff';
+    ctx.fillRect(0, 0, canvas.width, canvas.height);
+    if (this.grid && !this.regression) this.drawBoundary();
+    this.drawAxes();
+    if (this.grid && this.regression) this.drawCurve();
+    this.drawPoints();
+  }
+
+  drawAxes() {
+    const { ctx } = this;
+    ctx.strokeStyle = '#0002';
+    ctx.lineWidth = 1;
+    const [ox, oy] = this.toPx(0, 0);
+    ctx.beginPath();
+    ctx.moveTo(0, oy); ctx.lineTo(this.canvas.width, oy);
+    ctx.moveTo(ox, 0); ctx.lineTo(ox, this.canvas.height);
+    ctx.stroke();
+  }
+
+  /** Colours each grid cell by its most likely class, paler where the model is unsure. */
+  drawBoundary() {
+    const { size, values } = this.grid;
+    const k = values.length / (size * size);
+    const img = new ImageData(size, size);
+    for (let j = 0; j < size; j++) {
+      for (let i = 0; i < size; i++) {
+        const cell = j * size + i;
+        let cls, conf;
+        if (k >= 2) {
+          // Per-class scores: softmax of logits (or probabilities, which softmax keeps ordered).
+          const row = values.subarray(cell * k, cell * k + k);
+          let best = 0;
+          for (let c = 1; c < k; c++) if (row[c] > row[best]) best = c;
+          let sum = 0;
+          for (let c = 0; c < k; c++) sum += Math.exp(row[c] - row[best]);
+          cls = best;
+          conf = 1 / sum;
+        } else if (this.classes > 2) {
+          // Only p(class 1) is known: shade it in class 1's colour.
+          cls = 1;
+          conf = values[cell];
+        } else {
+          const v = values[cell];
+          const p = v >= 0 && v <= 1 ? v : 1 / (1 + Math.exp(-v));
+          cls = p >= 0.5 ? 1 : 0;
+          conf = Math.max(p, 1 - p);
+        }
+        const c = CLASS_RGB[cls % CLASS_RGB.length];
+        const clamp = (v) => Math.max(0, Math.min(1, v));
+        let a;
+        if (k >= 2) a = clamp((conf - 1 / k) / (1 - 1 / k)) * 0.55 + 0.1;
+        else if (this.classes > 2) a = clamp(conf) * 0.65;
+        else a = clamp((conf - 0.5) / 0.5) * 0.55 + 0.1;
+        // predictGrid's first row is y = +extent: the image's top row.
+        const o = cell * 4;
+        img.data[o] = Math.round(255 + (c[0] - 255) * a);
+        img.data[o + 1] = Math.round(255 + (c[1] - 255) * a);
+        img.data[o + 2] = Math.round(255 + (c[2] - 255) * a);
+        img.data[o + 3] = 255;
+      }
+    }
+    const tmp = new OffscreenCanvas(size, size);
+    tmp.getContext('2d').putImageData(img, 0, 0);
+    this.ctx.imageSmoothingEnabled = true;
+    this.ctx.drawImage(tmp, 0, 0, this.canvas.width, this.canvas.height);
+  }
+
+  drawCurve() {
+    const { size, values, extent } = this.grid;
+    const { ctx } = this;
+    ctx.strokeStyle = '#d62728';
+    ctx.lineWidth = 2.5;
+    ctx.beginPath();
+    for (let i = 0; i < values.length; i++) {
+      // predictGrid's curve samples x at -extent … +extent, both ends included.
+      const x = -extent + (i * 2 * extent) / Math.max(1, size - 1);
+      const [px, py] = this.toPx(x, values[i]);
+      if (i === 0) ctx.moveTo(px, py);
+      else ctx.lineTo(px, py);
+    }
+    ctx.stroke();
+  }
+
+  drawPoints() {
+    if (!this.points) return;
+    const { xs, ys, labels } = this.points;
+    const { ctx } = this;
+    const n = xs.length;
+    const r = n > 3000 ? 1.6 : n > 600 ? 2.4 : 3.5;
+    if (this.held) {
+      const h = this.held;
+      ctx.lineWidth = 1.2;
+      for (let i = 0; i < h.xs.length; i++) {
+        const [px, py] = this.toPx(h.xs[i], h.ys[i]);
+        ctx.strokeStyle = h.labels ? CLASS_COLORS[h.labels[i] % CLASS_COLORS.length] : '#777';
+        ctx.beginPath();
+        ctx.arc(px, py, r, 0, Math.PI * 2);
+        ctx.stroke();
+      }
+    }
+    ctx.lineWidth = 0.8;
+    ctx.strokeStyle = '#fff';
+    for (let i = 0; i < n; i++) {
+      const [px, py] = this.toPx(xs[i], ys[i]);
+      ctx.fillStyle = labels ? CLASS_COLORS[labels[i] % CLASS_COLORS.length] : '#333';
+      ctx.beginPath();
+      ctx.arc(px, py, r, 0, Math.PI * 2);
+      ctx.fill();
+      if (n <= 3000) ctx.stroke();
+    }
+  }
+}
