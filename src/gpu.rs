@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::error::{KilnError, Result};
 use crate::kernels::{Access, Family, Kernel};
+use crate::live::{Live, LiveCounters, Tracked};
 use crate::tensor::Tensor;
 
 /// What the page and the CLI show about the GPU in use.
@@ -42,6 +43,8 @@ pub struct Op {
     pipeline: wgpu::ComputePipeline,
     bind_group: wgpu::BindGroup,
     pub workgroups: [u32; 3],
+    /// The tensors it binds, so they stay counted as live while the op can run.
+    _tensors: Vec<Tensor>,
 }
 
 impl Op {
@@ -64,6 +67,8 @@ pub struct Gpu {
     grid_limit: AtomicU32,
     /// Errors wgpu reported outside an error scope (it would otherwise panic natively).
     uncaptured: Arc<Mutex<Vec<String>>>,
+    /// Storage buffers alive (see `live.rs`).
+    live: Arc<LiveCounters>,
 }
 
 impl Gpu {
@@ -102,6 +107,7 @@ impl Gpu {
             pipelines: Mutex::new(HashMap::new()),
             grid_limit: AtomicU32::new(65_535),
             uncaptured,
+            live: Arc::new(LiveCounters::default()),
         })
     }
 
@@ -126,6 +132,11 @@ impl Gpu {
     /// Validates WGSL source on this device; a rejected shader is `ShaderValidation`.
     pub async fn check_wgsl(&self, label: &'static str, source: &str) -> Result<()> {
         compile_module(&self.device, label, source).await.map(|_| ())
+    }
+
+    /// Storage buffers Kiln holds on this device right now, and their bytes.
+    pub fn live(&self) -> Live {
+        self.live.now()
     }
 
     pub fn limits(&self) -> &wgpu::Limits {
@@ -164,7 +175,7 @@ impl Gpu {
             usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        Ok(Tensor::new(buffer, name, shape.to_vec()))
+        Ok(Tensor::new(Tracked::new(buffer, &self.live), name, shape.to_vec()))
     }
 
     /// A storage tensor holding `data` (f32 or u32 words).
@@ -230,7 +241,8 @@ impl Gpu {
             layout: &pipeline.layout,
             entries: &entries,
         });
-        Ok(Op { entry: kernel.entry, pipeline: pipeline.pipeline.clone(), bind_group, workgroups })
+        let tensors = args.iter().filter_map(|a| if let Arg::T(t) = a { Some((*t).clone()) } else { None }).collect();
+        Ok(Op { entry: kernel.entry, pipeline: pipeline.pipeline.clone(), bind_group, workgroups, _tensors: tensors })
     }
 
     fn pipeline(&self, kernel: &'static Kernel) -> Arc<Pipeline> {

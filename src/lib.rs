@@ -10,6 +10,7 @@ pub mod error;
 pub mod generate;
 pub mod gpu;
 pub mod kernels;
+pub mod live;
 pub mod model;
 pub mod optim;
 pub mod presets;

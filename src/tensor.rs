@@ -2,9 +2,13 @@
 //! A tensor may own a whole buffer or a range of a larger one (the flat parameter buffer);
 //! either way its binding is exact, so a kernel's `arrayLength` is the tensor's length.
 
+use std::sync::Arc;
+
+use crate::live::Tracked;
+
 #[derive(Clone, Debug)]
 pub struct Tensor {
-    buffer: wgpu::Buffer,
+    buffer: Arc<Tracked>,
     name: std::sync::Arc<str>,
     /// Offset into `buffer`, in bytes (a multiple of the device's storage offset alignment).
     offset: u64,
@@ -12,7 +16,7 @@ pub struct Tensor {
 }
 
 impl Tensor {
-    pub(crate) fn new(buffer: wgpu::Buffer, name: &str, shape: Vec<usize>) -> Tensor {
+    pub(crate) fn new(buffer: Arc<Tracked>, name: &str, shape: Vec<usize>) -> Tensor {
         Tensor { buffer, name: name.into(), offset: 0, shape }
     }
 
@@ -43,7 +47,7 @@ impl Tensor {
     }
 
     pub(crate) fn buffer(&self) -> &wgpu::Buffer {
-        &self.buffer
+        &self.buffer.buffer
     }
 
     pub(crate) fn offset(&self) -> u64 {
@@ -52,7 +56,7 @@ impl Tensor {
 
     pub(crate) fn binding(&self) -> wgpu::BindingResource<'_> {
         wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-            buffer: &self.buffer,
+            buffer: &self.buffer.buffer,
             offset: self.offset,
             size: std::num::NonZeroU64::new(self.bytes()),
         })
