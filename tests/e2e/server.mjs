@@ -10,6 +10,11 @@ const TYPES = {
   '.svg': 'image/svg+xml', '.txt': 'text/plain; charset=utf-8',
 };
 
+// The strict policy the page promises to work under (RELIABILITY.md): no inline script, no eval
+// except WebAssembly compilation, nothing from other origins.
+export const CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; worker-src 'self'; style-src 'self'; " +
+  "img-src 'self' data: blob:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'";
+
 /** Starts serving `root`; resolves with {url, close()}. */
 export function serve(root) {
   const base = path.resolve(root);
@@ -20,7 +25,11 @@ export function serve(root) {
       if (!file.startsWith(base)) throw new Error('outside root');
       if ((await fs.stat(file)).isDirectory()) file = path.join(file, 'index.html');
       const body = await fs.readFile(file);
-      res.writeHead(200, { 'content-type': TYPES[path.extname(file)] ?? 'application/octet-stream', 'cache-control': 'no-store' });
+      res.writeHead(200, {
+        'content-type': TYPES[path.extname(file)] ?? 'application/octet-stream',
+        'cache-control': 'no-store',
+        'content-security-policy': CSP,
+      });
       res.end(body);
     } catch {
       res.writeHead(404, { 'content-type': 'text/plain' });
