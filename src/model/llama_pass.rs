@@ -7,7 +7,7 @@ use crate::gpu::{Gpu, Op};
 use crate::kernels::attention::{attention_backward, attention_forward, AttentionDims};
 use crate::kernels::elementwise::{silu_gate, silu_gate_backward};
 use crate::kernels::embedding::{embedding_backward, embedding_forward};
-use crate::kernels::matmul::{matmul, MatmulDesc};
+use crate::kernels::matmul::{matmul, matmul_ops, MatmulDesc};
 use crate::kernels::norm::{rms_norm, rms_norm_backward, rms_norm_backward_weight, rms_norm_residual};
 use crate::kernels::rope::{rope, rope_backward, RopeConfig};
 use crate::model::llama::LlamaConfig;
@@ -45,7 +45,8 @@ fn linear(gpu: &Gpu, x: &Tensor, w: &Tensor, y: &Tensor, rows: usize, out: usize
 /// dW (out, in) += dyᵀ·x and dx (rows, in) = dy·W (or += when `acc`).
 fn linear_backward(gpu: &Gpu, p: &ParamStore, name: &str, x: &Tensor, dy: &Tensor, dx: Option<(&Tensor, bool)>, dims: (usize, usize, usize)) -> Result<Vec<Op>> {
     let (rows, out, inp) = dims;
-    let mut ops = vec![matmul(gpu, dy, x, &p.grad(name), MatmulDesc::new(out, inp, rows).trans_a().accumulate())?];
+    // dW has few output tiles and k = rows: matmul_ops splits it along k when that helps.
+    let mut ops = matmul_ops(gpu, dy, x, &p.grad(name), MatmulDesc::new(out, inp, rows).trans_a().accumulate())?;
     if let Some((dx, acc)) = dx {
         let desc = MatmulDesc::new(rows, inp, out);
         ops.push(matmul(gpu, dy, &p.weight(name), dx, if acc { desc.accumulate() } else { desc })?);

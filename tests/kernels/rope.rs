@@ -34,7 +34,7 @@ fn untouched(cfg: &RopeConfig, len: usize) -> Vec<usize> {
     (0..len).filter(|i| i % cfg.token_stride >= cfg.heads * cfg.head_dim).collect()
 }
 
-async fn run(gpu: &Gpu, c: &mut Checks) {
+pub async fn run(gpu: &Gpu, c: &mut Checks) {
     let mut rng = Rng::new(31);
     for (cfg, batch, limit) in cases() {
         gpu.set_grid_limit(limit);
@@ -66,7 +66,7 @@ async fn run(gpu: &Gpu, c: &mut Checks) {
 }
 
 /// Decoding one token at a time: the same op at growing positions via set_base_pos.
-async fn decode_positions(gpu: &Gpu, c: &mut Checks) {
+pub async fn decode_positions(gpu: &Gpu, c: &mut Checks) {
     let mut rng = Rng::new(32);
     let cfg = RopeConfig::plain(10, 3, 1, 10_000.0);
     let (data, _) = random_tensor(gpu, &mut rng, "q", &[2, 3, 10], -1.0, 1.0);
