@@ -179,6 +179,12 @@ pub async fn run(quick: bool, seconds: f64) -> Result<Report> {
         for tile in [64, 128] {
             matmul_results.push(bench_matmul(&gpu, label, d.tile(tile).splits(1))?);
         }
+        if label.contains("dW") {
+            // Other splits: the 128 tile with its automatic split, and twice the 64 tile's.
+            matmul_results.push(bench_matmul(&gpu, label, d.tile(128))?);
+            let (_, s, _) = plan(&d.tile(64), true);
+            matmul_results.push(bench_matmul(&gpu, label, d.tile(64).splits(2 * s))?);
+        }
     }
     matmul_results.push(bench_matmul(&gpu, "mlp-spiral hidden", MatmulDesc::new(512, 16, 16).trans_b())?);
     let mut training = vec![bench_training(gpu, "mlp-spiral", seconds, 50)?];
