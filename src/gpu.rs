@@ -64,6 +64,8 @@ pub struct Gpu {
     grid_limit: AtomicU32,
     /// Errors wgpu reported outside an error scope (it would otherwise panic natively).
     uncaptured: Arc<Mutex<Vec<String>>>,
+    /// The shared scratch buffer (see `scratch`).
+    scratch: Mutex<Option<Tensor>>,
 }
 
 impl Gpu {
@@ -102,6 +104,7 @@ impl Gpu {
             pipelines: Mutex::new(HashMap::new()),
             grid_limit: AtomicU32::new(65_535),
             uncaptured,
+            scratch: Mutex::new(None),
         })
     }
 
@@ -165,6 +168,18 @@ impl Gpu {
             mapped_at_creation: false,
         });
         Ok(Tensor::new(buffer, name, shape.to_vec()))
+    }
+
+    /// A view of `len` words of one scratch buffer shared by every caller, for data that lives
+    /// only from one dispatch to the next (split-K partial products). Dispatches run in
+    /// submission order with barriers between them, so one buffer serves every product; it
+    /// grows when a larger one is asked for (ops built earlier keep the old one alive).
+    pub fn scratch(&self, name: &str, len: usize) -> Result<Tensor> {
+        let mut slot = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.as_ref().is_none_or(|s| s.len() < len) {
+            *slot = Some(self.tensor("scratch", &[len])?);
+        }
+        Ok(slot.as_ref().expect("just filled").view(name, 0, vec![len]))
     }
 
     /// A storage tensor holding `data` (f32 or u32 words).

@@ -22,19 +22,6 @@ pub const KERNELS: &[&Kernel] = &[&MATMUL, &MATMUL_128, &MATMUL_SPLIT_REDUCE];
 /// k per workgroup-memory step of the 64-tile kernel; split chunks are multiples of it.
 const KT: usize = 16;
 
-/// Output tiles below which a long product is split along k (about two waves of workgroups on
-/// a large GPU; a small one is full either way).
-const SPLIT_BELOW_TILES: usize = 256;
-
-/// Multiply-adds per workgroup above which splitting is worth its extra dispatch.
-const SPLIT_MIN_MACS: usize = 1 << 22;
-
-/// 128x128 output tiles from which the 128 kernel beats the 64 one (measured on an H200:
-/// 192 tiles of a (4096, 768) output already favour it, 64 tiles of a (4096, 256) one do not).
-const BIG_TILE_MIN_TILES: usize = 160;
-
-/// Largest split-K scratch buffer, in elements (64 MiB).
-const SPLIT_MAX_SCRATCH: usize = 1 << 24;
 
 const TRANS_A: u32 = 1;
 const TRANS_B: u32 = 2;
@@ -158,32 +145,55 @@ struct ReduceParams {
     accumulate: u32,
 }
 
-/// Tile and k split for a product: (tile, splits, k_chunk).
+/// Workgroups a split product aims for: about two per multiprocessor of a large GPU (an
+/// H200 has 132); a small GPU is full either way.
+const SPLIT_TARGET_GROUPS: usize = 256;
+
+/// Multiply-adds (m·n·k·batch) from which splitting is worth its extra dispatch.
+const SPLIT_MIN_MACS: usize = 1 << 26;
+
+/// Shortest k chunk of a split: shorter ones spend more on the partials than they save.
+const SPLIT_MIN_CHUNK: usize = 128;
+
+/// 128x128 output tiles from which the 128 kernel beats the 64 one without a split (measured
+/// on an H200: 192 tiles of a (4096, 768) output already favour it, 64 tiles of a (4096, 256)
+/// one do not).
+const BIG_TILE_MIN_TILES: usize = 160;
+
+/// Largest split-K scratch buffer, in elements (64 MiB).
+const SPLIT_MAX_SCRATCH: usize = 1 << 24;
+
+/// Tile and k split for a product: (tile, splits, k_chunk). Measured on an H200 (bench/RESULTS.md):
+/// enough output tiles → the 128 tile alone; few tiles and a long k (weight gradients, and
+/// (tokens, 256) outputs with k ≥ 512) → the 128 tile split into chunks of ≥ 128 that bring
+/// the workgroups to about SPLIT_TARGET_GROUPS, else the 64 tile split towards twice that
+/// (chunks still ≥ 128); small products → the 64 tile alone.
 pub fn plan(d: &MatmulDesc, allow_split: bool) -> (usize, usize, usize) {
     let tiles = |t: usize| d.m.div_ceil(t) * d.n.div_ceil(t) * d.batch;
-    let tile = match (d.tile, env_tile()) {
-        (Some(t), _) | (None, Some(t)) => t,
-        // The 128 tile does 4x the work per workgroup at a higher rate: worth it once there
-        // are enough tiles to keep every multiprocessor busy.
-        _ if tiles(128) >= BIG_TILE_MIN_TILES => 128,
-        _ => 64,
-    };
-    let tile = if tile == 128 { 128 } else { 64 };
-    let mut splits = match d.splits {
-        Some(s) => s,
-        None if env_tile().is_some() => 1,
-        None => {
-            let macs = (tile * tile * d.k) / 2;
-            if tiles(tile) < SPLIT_BELOW_TILES && macs >= SPLIT_MIN_MACS {
-                SPLIT_BELOW_TILES.div_ceil(tiles(tile))
+    let can_split = allow_split && d.batch == 1 && d.m * d.n * d.k >= SPLIT_MIN_MACS;
+    let (tile, splits) = match (d.tile.or(env_tile()), d.splits) {
+        (Some(t), Some(s)) => (t, s),
+        (Some(t), None) if env_tile().is_some() && d.tile.is_none() => (t, 1),
+        (Some(t), None) => (t, if can_split { SPLIT_TARGET_GROUPS.div_ceil(tiles(t)) } else { 1 }),
+        (None, forced) => {
+            let s128 = SPLIT_TARGET_GROUPS.div_ceil(tiles(128));
+            let s64 = (2 * SPLIT_TARGET_GROUPS).div_ceil(tiles(64));
+            let (t, s) = if tiles(128) >= BIG_TILE_MIN_TILES {
+                (128, 1)
+            } else if !can_split {
+                (64, 1)
+            } else if d.k / s128 >= SPLIT_MIN_CHUNK {
+                (128, s128)
+            } else if tiles(64) < SPLIT_TARGET_GROUPS {
+                (64, s64.min(d.k / SPLIT_MIN_CHUNK).max(1))
             } else {
-                1
-            }
+                (64, 1)
+            };
+            (t, forced.unwrap_or(s))
         }
     };
-    if !allow_split || d.batch != 1 {
-        splits = 1;
-    }
+    let tile = if tile == 128 { 128 } else { 64 };
+    let mut splits = if allow_split && d.batch == 1 { splits } else { 1 };
     // Chunks of at least 2 KT, a multiple of KT; the scratch stays bounded.
     splits = splits.clamp(1, d.k.div_ceil(2 * KT).clamp(1, 65_535));
     while splits > 1 && splits * d.m * d.n > SPLIT_MAX_SCRATCH {
@@ -225,7 +235,7 @@ pub fn matmul_ops(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, desc: MatmulDes
         return Ok(vec![product(gpu, a, b, c, &d, tile, 1, d.k)?]);
     }
     let len = d.m * d.n;
-    let parts = gpu.tensor("matmul split-K partials", &[splits, len])?;
+    let parts = gpu.scratch("matmul split-K partials", splits * len)?;
     let mut part_desc = d;
     part_desc.accumulate = false;
     part_desc.stride_c = len;

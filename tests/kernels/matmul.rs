@@ -78,9 +78,11 @@ async fn split_k(gpu: &Gpu, c: &mut Checks) {
         }
     }
     // The automatic plan splits a weight gradient with few output tiles and a long k.
-    let d = MatmulDesc::new(64, 64, 4096).trans_a().accumulate();
+    let d = MatmulDesc::new(128, 128, 4096).trans_a().accumulate();
     let (_, splits, _) = mm::plan(&d, true);
-    assert!(splits > 1, "a 64x64x4096 weight gradient should split, got {splits}");
+    assert!(splits > 1, "a 128x128x4096 weight gradient should split, got {splits}");
+    // `matmul` (one dispatch) never splits.
+    assert_eq!(mm::plan(&d, false).1, 1);
     check_split(gpu, c, &mut rng, d, "auto split-K").await;
     // A batched product never splits.
     assert_eq!(mm::plan(&MatmulDesc::new(64, 64, 4096).batched(2).splits(4), true).1, 1);
