@@ -170,7 +170,10 @@ const SPLIT_MAX_SCRATCH: usize = 1 << 24;
 /// (chunks still ≥ 128); small products → the 64 tile alone.
 pub fn plan(d: &MatmulDesc, allow_split: bool) -> (usize, usize, usize) {
     let tiles = |t: usize| d.m.div_ceil(t) * d.n.div_ceil(t) * d.batch;
-    let can_split = allow_split && d.batch == 1 && d.m * d.n * d.k >= SPLIT_MIN_MACS;
+    // Split big products with few tiles, and small ones whose long k would run as one serial,
+    // latency-bound loop (the weight gradients of tiny MLPs: (16, 16) outputs over k = 512).
+    let long_k = d.k >= 2 * SPLIT_MIN_CHUNK && tiles(64) < 16;
+    let can_split = allow_split && d.batch == 1 && (d.m * d.n * d.k >= SPLIT_MIN_MACS || long_k);
     let (tile, splits) = match (d.tile.or(env_tile()), d.splits) {
         (Some(t), Some(s)) => (t, s),
         (Some(t), None) if env_tile().is_some() && d.tile.is_none() => (t, 1),
