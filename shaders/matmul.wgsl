@@ -288,6 +288,145 @@ fn matmul_128(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) 
     mm_store4(o, r1 + 3u, q0, c70); mm_store4(o, r1 + 3u, q1, c71);
 }
 
+// ---------------------------------------------------------------- 128x128 tile, k step 16
+// As matmul_128, with K advancing 16 at a time (half the barriers) in exactly 16 KiB of
+// workgroup memory: instead of padding, the vec4 slot of each k row is XOR-swizzled by
+// kk % 8, which keeps the vec4 reads conflict-free and stores along k at most 2-way.
+const MM_KT16: u32 = 16u;
+var<workgroup> mm_k16_a: array<vec4<f32>, 512>; // [kk * 32 + ((i / 4) ^ (kk % 8))][i % 4]
+var<workgroup> mm_k16_b: array<vec4<f32>, 512>;
+
+fn mm_k16_pos(e: u32, along_k: bool) -> vec2<u32> {
+    if (along_k) { return vec2<u32>(e / MM_KT16, e % MM_KT16); }
+    return vec2<u32>(e % MM_BIG, e / MM_BIG);
+}
+
+fn mm_k16_slot(p: vec2<u32>) -> u32 {
+    return p.y * 32u + ((p.x / 4u) ^ (p.y % 8u));
+}
+
+// Elements lid + (4h + c) * 256 (c = 0..3) of a 128x16 step of op(A) (h = 0 or 1).
+fn mm_k16_fetch_a(s: MmSlot, row0: u32, k0: u32, lid: u32, h: u32, along_k: bool) -> vec4<f32> {
+    let e = lid + h * 1024u;
+    let p0 = mm_k16_pos(e, along_k);
+    let p1 = mm_k16_pos(e + 256u, along_k);
+    let p2 = mm_k16_pos(e + 512u, along_k);
+    let p3 = mm_k16_pos(e + 768u, along_k);
+    return vec4<f32>(
+        mm_load_a(s.a_off, row0 + p0.x, k0 + p0.y, s.k_end),
+        mm_load_a(s.a_off, row0 + p1.x, k0 + p1.y, s.k_end),
+        mm_load_a(s.a_off, row0 + p2.x, k0 + p2.y, s.k_end),
+        mm_load_a(s.a_off, row0 + p3.x, k0 + p3.y, s.k_end));
+}
+
+fn mm_k16_fetch_b(s: MmSlot, col0: u32, k0: u32, lid: u32, h: u32, along_k: bool) -> vec4<f32> {
+    let e = lid + h * 1024u;
+    let p0 = mm_k16_pos(e, along_k);
+    let p1 = mm_k16_pos(e + 256u, along_k);
+    let p2 = mm_k16_pos(e + 512u, along_k);
+    let p3 = mm_k16_pos(e + 768u, along_k);
+    return vec4<f32>(
+        mm_load_b(s.b_off, k0 + p0.y, col0 + p0.x, s.k_end),
+        mm_load_b(s.b_off, k0 + p1.y, col0 + p1.x, s.k_end),
+        mm_load_b(s.b_off, k0 + p2.y, col0 + p2.x, s.k_end),
+        mm_load_b(s.b_off, k0 + p3.y, col0 + p3.x, s.k_end));
+}
+
+fn mm_k16_put_a(lid: u32, h: u32, along_k: bool, v: vec4<f32>) {
+    let e = lid + h * 1024u;
+    var p = mm_k16_pos(e, along_k);
+    mm_k16_a[mm_k16_slot(p)][p.x % 4u] = v.x;
+    p = mm_k16_pos(e + 256u, along_k);
+    mm_k16_a[mm_k16_slot(p)][p.x % 4u] = v.y;
+    p = mm_k16_pos(e + 512u, along_k);
+    mm_k16_a[mm_k16_slot(p)][p.x % 4u] = v.z;
+    p = mm_k16_pos(e + 768u, along_k);
+    mm_k16_a[mm_k16_slot(p)][p.x % 4u] = v.w;
+}
+
+fn mm_k16_put_b(lid: u32, h: u32, along_k: bool, v: vec4<f32>) {
+    let e = lid + h * 1024u;
+    var p = mm_k16_pos(e, along_k);
+    mm_k16_b[mm_k16_slot(p)][p.x % 4u] = v.x;
+    p = mm_k16_pos(e + 256u, along_k);
+    mm_k16_b[mm_k16_slot(p)][p.x % 4u] = v.y;
+    p = mm_k16_pos(e + 512u, along_k);
+    mm_k16_b[mm_k16_slot(p)][p.x % 4u] = v.z;
+    p = mm_k16_pos(e + 768u, along_k);
+    mm_k16_b[mm_k16_slot(p)][p.x % 4u] = v.w;
+}
+
+@compute @workgroup_size(256)
+fn matmul_128_k16(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>,
+                  @builtin(num_workgroups) nwg: vec3<u32>) {
+    let tiles_n = (mm.n + MM_BIG - 1u) / MM_BIG;
+    let tiles_m = (mm.m + MM_BIG - 1u) / MM_BIG;
+    let tile = wg.x + wg.y * nwg.x;
+    let slot = mm_slot(wg.z);
+    if (tile >= tiles_m * tiles_n || !slot.valid) { return; } // uniform: whole workgroup exits
+    let row0 = (tile / tiles_n) * MM_BIG;
+    let col0 = (tile % tiles_n) * MM_BIG;
+    let tx = lid % 16u;
+    let ty = lid / 16u;
+    let a_along_k = (mm.flags & MM_TRANS_A) == 0u;
+    let b_along_k = (mm.flags & MM_TRANS_B) != 0u;
+
+    var c00 = vec4<f32>(0.0); var c01 = vec4<f32>(0.0);
+    var c10 = vec4<f32>(0.0); var c11 = vec4<f32>(0.0);
+    var c20 = vec4<f32>(0.0); var c21 = vec4<f32>(0.0);
+    var c30 = vec4<f32>(0.0); var c31 = vec4<f32>(0.0);
+    var c40 = vec4<f32>(0.0); var c41 = vec4<f32>(0.0);
+    var c50 = vec4<f32>(0.0); var c51 = vec4<f32>(0.0);
+    var c60 = vec4<f32>(0.0); var c61 = vec4<f32>(0.0);
+    var c70 = vec4<f32>(0.0); var c71 = vec4<f32>(0.0);
+    var pa0 = mm_k16_fetch_a(slot, row0, slot.k_begin, lid, 0u, a_along_k);
+    var pa1 = mm_k16_fetch_a(slot, row0, slot.k_begin, lid, 1u, a_along_k);
+    var pb0 = mm_k16_fetch_b(slot, col0, slot.k_begin, lid, 0u, b_along_k);
+    var pb1 = mm_k16_fetch_b(slot, col0, slot.k_begin, lid, 1u, b_along_k);
+    for (var k0 = slot.k_begin; k0 < slot.k_end; k0 += MM_KT16) {
+        mm_k16_put_a(lid, 0u, a_along_k, pa0);
+        mm_k16_put_a(lid, 1u, a_along_k, pa1);
+        mm_k16_put_b(lid, 0u, b_along_k, pb0);
+        mm_k16_put_b(lid, 1u, b_along_k, pb1);
+        workgroupBarrier();
+        if (k0 + MM_KT16 < slot.k_end) {
+            pa0 = mm_k16_fetch_a(slot, row0, k0 + MM_KT16, lid, 0u, a_along_k);
+            pa1 = mm_k16_fetch_a(slot, row0, k0 + MM_KT16, lid, 1u, a_along_k);
+            pb0 = mm_k16_fetch_b(slot, col0, k0 + MM_KT16, lid, 0u, b_along_k);
+            pb1 = mm_k16_fetch_b(slot, col0, k0 + MM_KT16, lid, 1u, b_along_k);
+        }
+        for (var kk = 0u; kk < MM_KT16; kk++) {
+            let sw = kk % 8u;
+            let a0 = mm_k16_a[kk * 32u + (ty ^ sw)];
+            let a1 = mm_k16_a[kk * 32u + ((16u + ty) ^ sw)];
+            let b0 = mm_k16_b[kk * 32u + (tx ^ sw)];
+            let b1 = mm_k16_b[kk * 32u + ((16u + tx) ^ sw)];
+            c00 += a0.x * b0; c01 += a0.x * b1;
+            c10 += a0.y * b0; c11 += a0.y * b1;
+            c20 += a0.z * b0; c21 += a0.z * b1;
+            c30 += a0.w * b0; c31 += a0.w * b1;
+            c40 += a1.x * b0; c41 += a1.x * b1;
+            c50 += a1.y * b0; c51 += a1.y * b1;
+            c60 += a1.z * b0; c61 += a1.z * b1;
+            c70 += a1.w * b0; c71 += a1.w * b1;
+        }
+        workgroupBarrier();
+    }
+    let r0 = row0 + ty * 4u;
+    let r1 = row0 + 64u + ty * 4u;
+    let q0 = col0 + tx * 4u;
+    let q1 = col0 + 64u + tx * 4u;
+    let o = slot.c_off;
+    mm_store4(o, r0, q0, c00); mm_store4(o, r0, q1, c01);
+    mm_store4(o, r0 + 1u, q0, c10); mm_store4(o, r0 + 1u, q1, c11);
+    mm_store4(o, r0 + 2u, q0, c20); mm_store4(o, r0 + 2u, q1, c21);
+    mm_store4(o, r0 + 3u, q0, c30); mm_store4(o, r0 + 3u, q1, c31);
+    mm_store4(o, r1, q0, c40); mm_store4(o, r1, q1, c41);
+    mm_store4(o, r1 + 1u, q0, c50); mm_store4(o, r1 + 1u, q1, c51);
+    mm_store4(o, r1 + 2u, q0, c60); mm_store4(o, r1 + 2u, q1, c61);
+    mm_store4(o, r1 + 3u, q0, c70); mm_store4(o, r1 + 3u, q1, c71);
+}
+
 // ---------------------------------------------------------------- split-K reduction
 // C[i] = Σ_s parts[s * stride + i] (+ C[i] with accumulate), over the len elements of C.
 struct MatmulReduceParams {
