@@ -87,8 +87,7 @@ fn bench_matmul(gpu: &Gpu, label: &str, d: MatmulDesc) -> Result<MatmulResult> {
     let ops = matmul_ops(gpu, &a, &b, &c, d)?;
     let (tile, splits, _) = plan(&d, true);
     let forced = d.tile.is_some() || d.splits.is_some();
-    let name = if tile == 129 { "128k16".to_string() } else { tile.to_string() };
-    let variant = format!("t{name}{}{}", if splits > 1 { format!("+s{splits}") } else { String::new() }, if forced { "" } else { " (auto)" });
+    let variant = format!("t{tile}{}{}", if splits > 1 { format!("+s{splits}") } else { String::new() }, if forced { "" } else { " (auto)" });
     let flops = 2.0 * (m * n * k) as f64;
     // Enough repetitions for ~50 ms of work at the first run's speed, at least 3, at most 200.
     let secs = time_ops(gpu, &ops.iter().collect::<Vec<_>>(), 0.05, 200)?;
@@ -156,7 +155,7 @@ pub async fn run(quick: bool, seconds: f64) -> Result<Report> {
     // Forced tiles on the big squares, to compare the kernels.
     let big: &[usize] = if quick { &[1024] } else { &[1024, 4096] };
     for &s in big {
-        for tile in [64, 128, 129] {
+        for tile in [64, 128] {
             matmul_results.push(bench_matmul(&gpu, &format!("{s}³"), MatmulDesc::new(s, s, s).tile(tile).splits(1))?);
         }
     }
@@ -177,13 +176,12 @@ pub async fn run(quick: bool, seconds: f64) -> Result<Report> {
     ];
     for (label, d) in shapes {
         matmul_results.push(bench_matmul(&gpu, label, d)?);
-        for tile in [64, 128, 129] {
+        for tile in [64, 128] {
             matmul_results.push(bench_matmul(&gpu, label, d.tile(tile).splits(1))?);
         }
         if label.contains("dW") {
             // Other splits: the 128 tile with its automatic split, and twice the 64 tile's.
             matmul_results.push(bench_matmul(&gpu, label, d.tile(128))?);
-            matmul_results.push(bench_matmul(&gpu, label, d.tile(129))?);
             let (_, s, _) = plan(&d.tile(64), true);
             matmul_results.push(bench_matmul(&gpu, label, d.tile(64).splits(2 * s))?);
         }

@@ -15,10 +15,9 @@ use crate::tensor::Tensor;
 
 pub const MATMUL: Kernel = Kernel { entry: "matmul", family: F, bindings: &[R, R, RW, U] };
 pub const MATMUL_128: Kernel = Kernel { entry: "matmul_128", family: F, bindings: &[R, R, RW, U] };
-pub const MATMUL_128_K16: Kernel = Kernel { entry: "matmul_128_k16", family: F, bindings: &[R, R, RW, U] };
 pub const MATMUL_SPLIT_REDUCE: Kernel = Kernel { entry: "matmul_split_reduce", family: F, bindings: &[R, RW, U] };
 
-pub const KERNELS: &[&Kernel] = &[&MATMUL, &MATMUL_128, &MATMUL_128_K16, &MATMUL_SPLIT_REDUCE];
+pub const KERNELS: &[&Kernel] = &[&MATMUL, &MATMUL_128, &MATMUL_SPLIT_REDUCE];
 
 /// k per workgroup-memory step of the 64-tile kernel; split chunks are multiples of it.
 const KT: usize = 16;
@@ -47,8 +46,7 @@ pub struct MatmulDesc {
     pub stride_a: usize,
     pub stride_b: usize,
     pub stride_c: usize,
-    /// Force the output tile (64 or 128; 129 = the 128 tile with k step 16) instead of the
-    /// size-based choice (benchmarks, tests).
+    /// Force the output tile (64 or 128) instead of the size-based choice (benchmarks, tests).
     pub tile: Option<usize>,
     /// Force the number of k chunks (`matmul_ops` only; 1 = no split).
     pub splits: Option<usize>,
@@ -176,10 +174,7 @@ pub fn plan(d: &MatmulDesc, allow_split: bool) -> (usize, usize, usize) {
     // latency-bound loop (the weight gradients of tiny MLPs: (16, 16) outputs over k = 512).
     let long_k = d.k >= 2 * SPLIT_MIN_CHUNK && tiles(64) < 16;
     let can_split = allow_split && d.batch == 1 && (d.m * d.n * d.k >= SPLIT_MIN_MACS || long_k);
-    // Tile 129 names the 128 tile's k16 variant (`matmul_128_k16`).
-    let want_k16 = d.tile == Some(129) || k16();
-    let forced_tile = d.tile.or(env_tile()).map(|t| if t == 129 { 128 } else { t });
-    let (tile, splits) = match (forced_tile, d.splits) {
+    let (tile, splits) = match (d.tile.or(env_tile()), d.splits) {
         (Some(t), Some(s)) => (t, s),
         (Some(t), None) if env_tile().is_some() && d.tile.is_none() => (t, 1),
         (Some(t), None) => (t, if can_split { SPLIT_TARGET_GROUPS.div_ceil(tiles(t)) } else { 1 }),
@@ -200,11 +195,7 @@ pub fn plan(d: &MatmulDesc, allow_split: bool) -> (usize, usize, usize) {
             (t, forced.unwrap_or(s))
         }
     };
-    let tile = match tile {
-        128 if want_k16 => 129,
-        128 => 128,
-        _ => 64,
-    };
+    let tile = if tile == 128 { 128 } else { 64 };
     let mut splits = if allow_split && d.batch == 1 { splits } else { 1 };
     // Chunks of at least 2 KT, a multiple of KT; the scratch stays bounded.
     splits = splits.clamp(1, d.k.div_ceil(2 * KT).clamp(1, 65_535));
@@ -214,19 +205,6 @@ pub fn plan(d: &MatmulDesc, allow_split: bool) -> (usize, usize, usize) {
     let k_chunk = d.k.div_ceil(splits).next_multiple_of(KT);
     let splits = d.k.div_ceil(k_chunk);
     (tile, splits, k_chunk)
-}
-
-/// Whether the 128 tile runs as `matmul_128_k16` (k step 16) rather than `matmul_128`.
-/// Natively `KILN_MATMUL_K16=0|1` picks one for A/B measurements.
-fn k16() -> bool {
-    #[cfg(not(target_arch = "wasm32"))]
-    {
-        std::env::var("KILN_MATMUL_K16").is_ok_and(|v| v == "1")
-    }
-    #[cfg(target_arch = "wasm32")]
-    {
-        false
-    }
 }
 
 /// `KILN_MATMUL_TILE=64|128` natively forces one tile (and no split) for A/B measurements.
@@ -297,8 +275,7 @@ fn validate(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, d: &MatmulDesc) -> Re
 /// One dispatch of the `tile` kernel; with `splits` > 1, split s writes C + s * m·n.
 #[allow(clippy::too_many_arguments)]
 fn product(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, d: &MatmulDesc, tile: usize, splits: usize, k_chunk: usize) -> Result<Op> {
-    let size = if tile == 64 { 64 } else { 128 };
-    let tiles = d.m.div_ceil(size) * d.n.div_ceil(size);
+    let tiles = d.m.div_ceil(tile) * d.n.div_ceil(tile);
     let [x, y, _] = gpu.grid(u32::try_from(tiles).map_err(|_| KilnError::invalid("m", "too many output tiles"))?);
     let flags = u32::from(d.trans_a) * TRANS_A + u32::from(d.trans_b) * TRANS_B + u32::from(d.accumulate) * ACCUMULATE;
     let params = MatmulParams {
@@ -316,11 +293,7 @@ fn product(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, d: &MatmulDesc, tile: 
         split_stride: (d.m * d.n) as u32,
     };
     let uniform = gpu.uniform("matmul params", &params);
-    let kernel = match tile {
-        128 => &MATMUL_128,
-        129 => &MATMUL_128_K16,
-        _ => &MATMUL,
-    };
+    let kernel = if tile == 128 { &MATMUL_128 } else { &MATMUL };
     gpu.op(kernel, &[T(a), T(b), T(c), Uni(&uniform)], [x, y, (d.batch * splits) as u32])
 }
 
