@@ -136,12 +136,23 @@ fn tanh_backward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wor
 @group(0) @binding(1) var<storage, read> glu_gate: array<f32>;       // (N)
 @group(0) @binding(2) var<storage, read_write> glu_out: array<f32>; // (N)
 
+// The two SwiGLU kernels run on (tokens, hidden) activations, the largest elementwise work of a
+// Llama step: each 64-thread workgroup covers 256 elements (4 per thread, 64 apart so every
+// load is coalesced), a quarter of the workgroups a one-per-thread kernel launches.
+const GLU_PER_WG: u32 = 256u;
+
 @compute @workgroup_size(64)
-fn silu_gate_fused(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let i = linear_index(gid, nwg);
-    if (i >= arrayLength(&glu_out)) { return; }
-    let up = glu_up[i];
-    glu_out[i] = up * sigmoid(up) * glu_gate[i];
+fn silu_gate_fused(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>,
+                   @builtin(num_workgroups) nwg: vec3<u32>) {
+    let base = row_index(wg, nwg) * GLU_PER_WG + lid;
+    let len = arrayLength(&glu_out);
+    for (var e = 0u; e < 4u; e++) {
+        let i = base + e * WG;
+        if (i < len) {
+            let up = glu_up[i];
+            glu_out[i] = up * sigmoid(up) * glu_gate[i];
+        }
+    }
 }
 
 @group(0) @binding(0) var<storage, read> glub_up: array<f32>;             // (N)
@@ -151,12 +162,18 @@ fn silu_gate_fused(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_w
 @group(0) @binding(4) var<storage, read_write> glub_grad_gate: array<f32>; // (N)
 
 @compute @workgroup_size(64)
-fn silu_gate_backward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let i = linear_index(gid, nwg);
-    if (i >= arrayLength(&glub_grad_out)) { return; }
-    let up = glub_up[i];
-    let g = glub_grad_out[i];
-    let s = sigmoid(up);
-    glub_grad_gate[i] = g * up * s;
-    glub_grad_up[i] = g * glub_gate[i] * s * (1.0 + up * (1.0 - s));
+fn silu_gate_backward(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>,
+                      @builtin(num_workgroups) nwg: vec3<u32>) {
+    let base = row_index(wg, nwg) * GLU_PER_WG + lid;
+    let len = arrayLength(&glub_grad_out);
+    for (var e = 0u; e < 4u; e++) {
+        let i = base + e * WG;
+        if (i < len) {
+            let up = glub_up[i];
+            let g = glub_grad_out[i];
+            let s = sigmoid(up);
+            glub_grad_gate[i] = g * up * s;
+            glub_grad_up[i] = g * glub_gate[i] * s * (1.0 + up * (1.0 - s));
+        }
+    }
 }

@@ -4,13 +4,23 @@
 // or with trans_b B stored (N, K). So a Linear layer Y = X·Wᵀ is trans_b, its dX = dY·W is the
 // plain product and its dW += dYᵀ·X is trans_a + accumulate.
 //
-// Tiling: each 256-thread workgroup owns a 64x64 tile of C; each thread a 4x4 register tile
-// (rows ty*4.., cols tx*4..). K advances 16 at a time through workgroup memory, where both
-// operand tiles are stored k-major as vec4s, so the inner step is 4 vec4 FMAs per k.
-// Out-of-range loads read zero, so any M, N, K >= 1 is correct.
+// Tiling: each 256-thread workgroup owns a tile of C (64x64 or 128x128); each thread a 4x4 or
+// 8x8 register tile. K advances through workgroup memory, where both operand tiles are stored
+// k-major as vec4s, so the inner step is vec4 FMAs. Out-of-range loads read zero, so any
+// M, N, K >= 1 is correct.
 //
-// Grid: the 64x64 output tiles are numbered tile = wg.x + wg.y * num_workgroups.x (the host
-// folds them into a 2-D grid under the per-dimension limit); wg.z is the batch index.
+// Grid: the output tiles are numbered tile = wg.x + wg.y * num_workgroups.x (the host folds
+// them into a 2-D grid under the per-dimension limit); wg.z = batch index * splits + split.
+//
+// Split-K: with splits > 1 the k range is cut into chunks of k_chunk (a multiple of 16) and
+// split s writes its partial product to C + s * split_stride (the host points C at a scratch
+// buffer and clears accumulate); matmul_split_reduce then sums the partials into the real C.
+// This keeps the GPU busy for products with few output tiles and long k (weight gradients).
+//
+// Two tile shapes share the params and bindings: `matmul` (64x64 tile, 4x4 per thread) and
+// `matmul_128` (128x128 tile, 8x8 per thread), which the host picks by problem size.
+// Neither indexes a register array with a runtime index (which would push it to local
+// memory): every accumulator access uses a constant index.
 
 struct MatmulParams {
     m: u32,
@@ -19,12 +29,12 @@ struct MatmulParams {
     flags: u32,      // MM_TRANS_A | MM_TRANS_B | MM_ACCUMULATE
     alpha: f32,
     batch: u32,
-    _pad0: u32,
-    _pad1: u32,
+    splits: u32,     // k chunks (1 = no split)
+    k_chunk: u32,    // k per chunk, a multiple of 16
     stride_a: u32,   // elements between consecutive batches of A (0 broadcasts one matrix)
     stride_b: u32,
     stride_c: u32,
-    _pad2: u32,
+    split_stride: u32, // elements between the partial products of consecutive splits
 }
 
 const MM_TRANS_A: u32 = 1u;
@@ -38,23 +48,65 @@ const MM_KT: u32 = 16u;   // k per workgroup-memory step
 @group(0) @binding(2) var<storage, read_write> mm_c: array<f32>; // (batch, M, N)
 @group(0) @binding(3) var<uniform> mm: MatmulParams;
 
-// [kk * 16 + i / 4][i % 4] holds op(A)[row0 + i, k0 + kk] (resp. op(B)[k0 + kk, col0 + i]).
-var<workgroup> mm_tile_a: array<vec4<f32>, 256>;
-var<workgroup> mm_tile_b: array<vec4<f32>, 256>;
+// Which batch, split and k range workgroup row wg.z computes; valid == false for grid padding.
+struct MmSlot {
+    a_off: u32,
+    b_off: u32,
+    c_off: u32,
+    k_begin: u32,
+    k_end: u32,
+    valid: bool,
+}
 
-// op(A)[row, kg] of this batch, zero outside the matrix.
-fn mm_load_a(off: u32, row: u32, kg: u32) -> f32 {
-    if (row >= mm.m || kg >= mm.k) { return 0.0; }
+fn mm_slot(z: u32) -> MmSlot {
+    let b = z / mm.splits;
+    let s = z % mm.splits;
+    let kb = s * mm.k_chunk;
+    let ke = min(mm.k, kb + mm.k_chunk);
+    return MmSlot(b * mm.stride_a, b * mm.stride_b, b * mm.stride_c + s * mm.split_stride, kb, ke, b < mm.batch);
+}
+
+// op(A)[row, kg] of this batch, zero outside the matrix (or past this split's k range).
+fn mm_load_a(off: u32, row: u32, kg: u32, kend: u32) -> f32 {
+    if (row >= mm.m || kg >= kend) { return 0.0; }
     if ((mm.flags & MM_TRANS_A) != 0u) { return mm_a[off + kg * mm.m + row]; }
     return mm_a[off + row * mm.k + kg];
 }
 
-// op(B)[kg, col] of this batch, zero outside the matrix.
-fn mm_load_b(off: u32, kg: u32, col: u32) -> f32 {
-    if (kg >= mm.k || col >= mm.n) { return 0.0; }
+// op(B)[kg, col] of this batch, zero outside the matrix (or past this split's k range).
+fn mm_load_b(off: u32, kg: u32, col: u32, kend: u32) -> f32 {
+    if (kg >= kend || col >= mm.n) { return 0.0; }
     if ((mm.flags & MM_TRANS_B) != 0u) { return mm_b[off + col * mm.k + kg]; }
     return mm_b[off + kg * mm.n + col];
 }
+
+// C[idx] = v, or += v with accumulate. Without accumulate C is never read, so stale or NaN
+// contents cannot leak in.
+fn mm_put(idx: u32, v: f32) {
+    if ((mm.flags & MM_ACCUMULATE) != 0u) {
+        mm_c[idx] = mm_c[idx] + v;
+    } else {
+        mm_c[idx] = v;
+    }
+}
+
+// alpha · v into C[row, col .. col + 4], skipping what lies outside the matrix.
+fn mm_store4(c_off: u32, row: u32, col: u32, v: vec4<f32>) {
+    if (row >= mm.m) { return; }
+    let base = c_off + row * mm.n + col;
+    let w = mm.alpha * v;
+    if (col < mm.n) { mm_put(base, w.x); }
+    if (col + 1u < mm.n) { mm_put(base + 1u, w.y); }
+    if (col + 2u < mm.n) { mm_put(base + 2u, w.z); }
+    if (col + 3u < mm.n) { mm_put(base + 3u, w.w); }
+}
+
+// ---------------------------------------------------------------- 64x64 tile
+// [kk * 17 + i / 4][i % 4] holds op(A)[row0 + i, k0 + kk] (resp. op(B)[k0 + kk, col0 + i]).
+// Each k row is 16 vec4s plus one of padding, so stores along k hit distinct banks.
+const MM_ROW64: u32 = 17u;
+var<workgroup> mm_tile_a: array<vec4<f32>, 272>;
+var<workgroup> mm_tile_b: array<vec4<f32>, 272>;
 
 @compute @workgroup_size(256)
 fn matmul(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>,
@@ -62,12 +114,10 @@ fn matmul(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: 
     let tiles_n = (mm.n + MM_TILE - 1u) / MM_TILE;
     let tiles_m = (mm.m + MM_TILE - 1u) / MM_TILE;
     let tile = wg.x + wg.y * nwg.x;
-    if (tile >= tiles_m * tiles_n || wg.z >= mm.batch) { return; } // uniform: whole workgroup exits
+    let slot = mm_slot(wg.z);
+    if (tile >= tiles_m * tiles_n || !slot.valid) { return; } // uniform: whole workgroup exits
     let row0 = (tile / tiles_n) * MM_TILE;
     let col0 = (tile % tiles_n) * MM_TILE;
-    let a_off = wg.z * mm.stride_a;
-    let b_off = wg.z * mm.stride_b;
-    let c_off = wg.z * mm.stride_c;
     let tx = lid % 16u;
     let ty = lid / 16u;
     // Load order follows each operand's contiguous axis so neighbouring threads read
@@ -75,42 +125,188 @@ fn matmul(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: 
     let a_along_k = (mm.flags & MM_TRANS_A) == 0u;
     let b_along_k = (mm.flags & MM_TRANS_B) != 0u;
 
-    var acc: array<vec4<f32>, 4>; // acc[i] = C[row0 + ty*4 + i, col0 + tx*4 .. +4]
-    for (var k0 = 0u; k0 < mm.k; k0 += MM_KT) {
+    // acc_i = C[row0 + ty*4 + i, col0 + tx*4 .. +4]
+    var acc0 = vec4<f32>(0.0);
+    var acc1 = vec4<f32>(0.0);
+    var acc2 = vec4<f32>(0.0);
+    var acc3 = vec4<f32>(0.0);
+    for (var k0 = slot.k_begin; k0 < slot.k_end; k0 += MM_KT) {
         // 64x16 elements per operand, 4 per thread.
         for (var r = 0u; r < 4u; r++) {
             let e = lid + r * 256u;
             var i: u32;
             var kk: u32;
             if (a_along_k) { i = e / 16u; kk = e % 16u; } else { i = e % 64u; kk = e / 64u; }
-            mm_tile_a[kk * 16u + i / 4u][i % 4u] = mm_load_a(a_off, row0 + i, k0 + kk);
+            mm_tile_a[kk * MM_ROW64 + i / 4u][i % 4u] = mm_load_a(slot.a_off, row0 + i, k0 + kk, slot.k_end);
             if (b_along_k) { i = e / 16u; kk = e % 16u; } else { i = e % 64u; kk = e / 64u; }
-            mm_tile_b[kk * 16u + i / 4u][i % 4u] = mm_load_b(b_off, k0 + kk, col0 + i);
+            mm_tile_b[kk * MM_ROW64 + i / 4u][i % 4u] = mm_load_b(slot.b_off, k0 + kk, col0 + i, slot.k_end);
         }
         workgroupBarrier();
         for (var kk = 0u; kk < MM_KT; kk++) {
-            let a = mm_tile_a[kk * 16u + ty];
-            let b = mm_tile_b[kk * 16u + tx];
-            acc[0] += a.x * b;
-            acc[1] += a.y * b;
-            acc[2] += a.z * b;
-            acc[3] += a.w * b;
+            let a = mm_tile_a[kk * MM_ROW64 + ty];
+            let b = mm_tile_b[kk * MM_ROW64 + tx];
+            acc0 += a.x * b;
+            acc1 += a.y * b;
+            acc2 += a.z * b;
+            acc3 += a.w * b;
         }
         workgroupBarrier();
     }
+    let row = row0 + ty * 4u;
+    let col = col0 + tx * 4u;
+    mm_store4(slot.c_off, row, col, acc0);
+    mm_store4(slot.c_off, row + 1u, col, acc1);
+    mm_store4(slot.c_off, row + 2u, col, acc2);
+    mm_store4(slot.c_off, row + 3u, col, acc3);
+}
 
-    let accumulate = (mm.flags & MM_ACCUMULATE) != 0u;
-    for (var i = 0u; i < 4u; i++) {
-        let row = row0 + ty * 4u + i;
-        if (row >= mm.m) { break; }
-        for (var j = 0u; j < 4u; j++) {
-            let col = col0 + tx * 4u + j;
-            if (col >= mm.n) { break; }
-            let idx = c_off + row * mm.n + col;
-            var v = mm.alpha * acc[i][j];
-            // Without accumulate C is never read, so stale or NaN contents cannot leak in.
-            if (accumulate) { v += mm_c[idx]; }
-            mm_c[idx] = v;
+// ---------------------------------------------------------------- 128x128 tile
+// 256 threads, each an 8x8 block of C: rows ty*4 + {0..3} and 64 + ty*4 + {0..3}, columns
+// tx*4 .. +4 and 64 + tx*4 .. +4, so the vec4 reads of workgroup memory are conflict-free.
+// K advances 8 at a time; the next step's operands are fetched into registers while this
+// step computes. Workgroup memory: 2 x 8 x 33 vec4s = 8.25 KiB (rows padded by one vec4).
+const MM_BIG: u32 = 128u;
+const MM_BKT: u32 = 8u;
+const MM_ROW128: u32 = 33u;
+var<workgroup> mm_big_a: array<vec4<f32>, 264>;
+var<workgroup> mm_big_b: array<vec4<f32>, 264>;
+
+// Position (i, kk) in the 128x8 operand tile of element e = lid + r * 256 of a step's load.
+fn mm_big_pos(e: u32, along_k: bool) -> vec2<u32> {
+    if (along_k) { return vec2<u32>(e / MM_BKT, e % MM_BKT); }
+    return vec2<u32>(e % MM_BIG, e / MM_BIG);
+}
+
+fn mm_big_fetch_a(s: MmSlot, row0: u32, k0: u32, lid: u32, along_k: bool) -> vec4<f32> {
+    let p0 = mm_big_pos(lid, along_k);
+    let p1 = mm_big_pos(lid + 256u, along_k);
+    let p2 = mm_big_pos(lid + 512u, along_k);
+    let p3 = mm_big_pos(lid + 768u, along_k);
+    return vec4<f32>(
+        mm_load_a(s.a_off, row0 + p0.x, k0 + p0.y, s.k_end),
+        mm_load_a(s.a_off, row0 + p1.x, k0 + p1.y, s.k_end),
+        mm_load_a(s.a_off, row0 + p2.x, k0 + p2.y, s.k_end),
+        mm_load_a(s.a_off, row0 + p3.x, k0 + p3.y, s.k_end));
+}
+
+fn mm_big_fetch_b(s: MmSlot, col0: u32, k0: u32, lid: u32, along_k: bool) -> vec4<f32> {
+    let p0 = mm_big_pos(lid, along_k);
+    let p1 = mm_big_pos(lid + 256u, along_k);
+    let p2 = mm_big_pos(lid + 512u, along_k);
+    let p3 = mm_big_pos(lid + 768u, along_k);
+    return vec4<f32>(
+        mm_load_b(s.b_off, k0 + p0.y, col0 + p0.x, s.k_end),
+        mm_load_b(s.b_off, k0 + p1.y, col0 + p1.x, s.k_end),
+        mm_load_b(s.b_off, k0 + p2.y, col0 + p2.x, s.k_end),
+        mm_load_b(s.b_off, k0 + p3.y, col0 + p3.x, s.k_end));
+}
+
+fn mm_big_put_a(lid: u32, along_k: bool, v: vec4<f32>) {
+    var p = mm_big_pos(lid, along_k);
+    mm_big_a[p.y * MM_ROW128 + p.x / 4u][p.x % 4u] = v.x;
+    p = mm_big_pos(lid + 256u, along_k);
+    mm_big_a[p.y * MM_ROW128 + p.x / 4u][p.x % 4u] = v.y;
+    p = mm_big_pos(lid + 512u, along_k);
+    mm_big_a[p.y * MM_ROW128 + p.x / 4u][p.x % 4u] = v.z;
+    p = mm_big_pos(lid + 768u, along_k);
+    mm_big_a[p.y * MM_ROW128 + p.x / 4u][p.x % 4u] = v.w;
+}
+
+fn mm_big_put_b(lid: u32, along_k: bool, v: vec4<f32>) {
+    var p = mm_big_pos(lid, along_k);
+    mm_big_b[p.y * MM_ROW128 + p.x / 4u][p.x % 4u] = v.x;
+    p = mm_big_pos(lid + 256u, along_k);
+    mm_big_b[p.y * MM_ROW128 + p.x / 4u][p.x % 4u] = v.y;
+    p = mm_big_pos(lid + 512u, along_k);
+    mm_big_b[p.y * MM_ROW128 + p.x / 4u][p.x % 4u] = v.z;
+    p = mm_big_pos(lid + 768u, along_k);
+    mm_big_b[p.y * MM_ROW128 + p.x / 4u][p.x % 4u] = v.w;
+}
+
+@compute @workgroup_size(256)
+fn matmul_128(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>,
+              @builtin(num_workgroups) nwg: vec3<u32>) {
+    let tiles_n = (mm.n + MM_BIG - 1u) / MM_BIG;
+    let tiles_m = (mm.m + MM_BIG - 1u) / MM_BIG;
+    let tile = wg.x + wg.y * nwg.x;
+    let slot = mm_slot(wg.z);
+    if (tile >= tiles_m * tiles_n || !slot.valid) { return; } // uniform: whole workgroup exits
+    let row0 = (tile / tiles_n) * MM_BIG;
+    let col0 = (tile % tiles_n) * MM_BIG;
+    let tx = lid % 16u;
+    let ty = lid / 16u;
+    let a_along_k = (mm.flags & MM_TRANS_A) == 0u;
+    let b_along_k = (mm.flags & MM_TRANS_B) != 0u;
+
+    // cR_h: row (R < 4 ? ty*4 + R : 64 + ty*4 + R - 4), columns (h == 0 ? tx*4 : 64 + tx*4) .. +4
+    var c00 = vec4<f32>(0.0); var c01 = vec4<f32>(0.0);
+    var c10 = vec4<f32>(0.0); var c11 = vec4<f32>(0.0);
+    var c20 = vec4<f32>(0.0); var c21 = vec4<f32>(0.0);
+    var c30 = vec4<f32>(0.0); var c31 = vec4<f32>(0.0);
+    var c40 = vec4<f32>(0.0); var c41 = vec4<f32>(0.0);
+    var c50 = vec4<f32>(0.0); var c51 = vec4<f32>(0.0);
+    var c60 = vec4<f32>(0.0); var c61 = vec4<f32>(0.0);
+    var c70 = vec4<f32>(0.0); var c71 = vec4<f32>(0.0);
+    var pa = mm_big_fetch_a(slot, row0, slot.k_begin, lid, a_along_k);
+    var pb = mm_big_fetch_b(slot, col0, slot.k_begin, lid, b_along_k);
+    for (var k0 = slot.k_begin; k0 < slot.k_end; k0 += MM_BKT) {
+        mm_big_put_a(lid, a_along_k, pa);
+        mm_big_put_b(lid, b_along_k, pb);
+        workgroupBarrier();
+        if (k0 + MM_BKT < slot.k_end) {
+            pa = mm_big_fetch_a(slot, row0, k0 + MM_BKT, lid, a_along_k);
+            pb = mm_big_fetch_b(slot, col0, k0 + MM_BKT, lid, b_along_k);
         }
+        for (var kk = 0u; kk < MM_BKT; kk++) {
+            let a0 = mm_big_a[kk * MM_ROW128 + ty];
+            let a1 = mm_big_a[kk * MM_ROW128 + 16u + ty];
+            let b0 = mm_big_b[kk * MM_ROW128 + tx];
+            let b1 = mm_big_b[kk * MM_ROW128 + 16u + tx];
+            c00 += a0.x * b0; c01 += a0.x * b1;
+            c10 += a0.y * b0; c11 += a0.y * b1;
+            c20 += a0.z * b0; c21 += a0.z * b1;
+            c30 += a0.w * b0; c31 += a0.w * b1;
+            c40 += a1.x * b0; c41 += a1.x * b1;
+            c50 += a1.y * b0; c51 += a1.y * b1;
+            c60 += a1.z * b0; c61 += a1.z * b1;
+            c70 += a1.w * b0; c71 += a1.w * b1;
+        }
+        workgroupBarrier();
     }
+    let r0 = row0 + ty * 4u;
+    let r1 = row0 + 64u + ty * 4u;
+    let q0 = col0 + tx * 4u;
+    let q1 = col0 + 64u + tx * 4u;
+    let o = slot.c_off;
+    mm_store4(o, r0, q0, c00); mm_store4(o, r0, q1, c01);
+    mm_store4(o, r0 + 1u, q0, c10); mm_store4(o, r0 + 1u, q1, c11);
+    mm_store4(o, r0 + 2u, q0, c20); mm_store4(o, r0 + 2u, q1, c21);
+    mm_store4(o, r0 + 3u, q0, c30); mm_store4(o, r0 + 3u, q1, c31);
+    mm_store4(o, r1, q0, c40); mm_store4(o, r1, q1, c41);
+    mm_store4(o, r1 + 1u, q0, c50); mm_store4(o, r1 + 1u, q1, c51);
+    mm_store4(o, r1 + 2u, q0, c60); mm_store4(o, r1 + 2u, q1, c61);
+    mm_store4(o, r1 + 3u, q0, c70); mm_store4(o, r1 + 3u, q1, c71);
+}
+
+// ---------------------------------------------------------------- split-K reduction
+// C[i] = Σ_s parts[s * stride + i] (+ C[i] with accumulate), over the len elements of C.
+struct MatmulReduceParams {
+    len: u32,
+    splits: u32,
+    stride: u32,
+    accumulate: u32,
+}
+
+@group(0) @binding(0) var<storage, read> mmr_parts: array<f32>;
+@group(0) @binding(1) var<storage, read_write> mmr_c: array<f32>;
+@group(0) @binding(2) var<uniform> mmr: MatmulReduceParams;
+
+@compute @workgroup_size(64)
+fn matmul_split_reduce(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_index(gid, nwg);
+    if (i >= mmr.len) { return; }
+    var s = 0.0;
+    for (var p = 0u; p < mmr.splits; p++) { s += mmr_parts[p * mmr.stride + i]; }
+    if (mmr.accumulate != 0u) { s += mmr_c[i]; }
+    mmr_c[i] = s;
 }

@@ -122,9 +122,23 @@ fn rms_norm_backward_weight(@builtin(local_invocation_index) lid: u32, @builtin(
     let lane = lid / WB_COLS;
     var acc = 0.0;
     if (col < cols) {
-        for (var r = lane; r < rw_p.rows; r += WB_LANES) {
-            acc += rw_dout[r * cols + col] * rw_x[r * cols + col] * rw_rstd[r];
+        // Four rows per iteration: independent loads in flight hide memory latency, since
+        // only cols / 32 workgroups run (8 for d_model 256).
+        let rows = rw_p.rows;
+        var a = vec4<f32>(0.0);
+        var r = lane;
+        for (; r + 3u * WB_LANES < rows; r += 4u * WB_LANES) {
+            let r1 = r + WB_LANES;
+            let r2 = r + 2u * WB_LANES;
+            let r3 = r + 3u * WB_LANES;
+            a += vec4<f32>(rw_dout[r * cols + col], rw_dout[r1 * cols + col], rw_dout[r2 * cols + col], rw_dout[r3 * cols + col])
+                * vec4<f32>(rw_x[r * cols + col], rw_x[r1 * cols + col], rw_x[r2 * cols + col], rw_x[r3 * cols + col])
+                * vec4<f32>(rw_rstd[r], rw_rstd[r1], rw_rstd[r2], rw_rstd[r3]);
         }
+        for (; r < rows; r += WB_LANES) {
+            a.x += rw_dout[r * cols + col] * rw_x[r * cols + col] * rw_rstd[r];
+        }
+        acc = (a.x + a.y) + (a.z + a.w);
     }
     row_red[lid] = acc;
     workgroupBarrier();

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::error::Result;
 use crate::gpu::Gpu;
-use crate::kernels::matmul::{matmul, MatmulDesc};
+use crate::kernels::matmul::{matmul_ops, plan, MatmulDesc};
 use crate::presets::preset;
 use crate::rng::Rng;
 use crate::train::Session;
@@ -17,6 +17,9 @@ use crate::train::Session;
 #[derive(Debug, Serialize)]
 pub struct MatmulResult {
     pub shape: String,
+    /// Kernel choice: "t64" / "t128" tile, "+sN" when split into N k chunks; "(auto)" when chosen
+    /// by the wrapper rather than forced.
+    pub variant: String,
     pub m: usize,
     pub n: usize,
     pub k: usize,
@@ -34,6 +37,16 @@ pub struct TrainResult {
     pub final_loss: f32,
 }
 
+/// GPU time of one kind of dispatch within a training step, measured alone (repeated in one
+/// pass, so it includes each dispatch's launch and barrier latency).
+#[derive(Debug, Serialize)]
+pub struct ProfileEntry {
+    pub preset: String,
+    pub entry: String,
+    pub dispatches: usize,
+    pub us_per_step: f64,
+}
+
 #[derive(Debug, Serialize)]
 pub struct Report {
     pub adapter: String,
@@ -41,6 +54,7 @@ pub struct Report {
     pub driver: String,
     pub matmul: Vec<MatmulResult>,
     pub training: Vec<TrainResult>,
+    pub profile: Vec<ProfileEntry>,
 }
 
 /// Blocks until the GPU has finished everything submitted so far.
@@ -48,28 +62,57 @@ fn sync(gpu: &Gpu) {
     gpu.device.poll(wgpu::PollType::wait_indefinitely()).ok();
 }
 
-fn bench_matmul(gpu: &Gpu, label: &str, (m, n, k): (usize, usize, usize), trans_b: bool) -> Result<MatmulResult> {
+/// Times `ops` repeated back to back in one compute pass: seconds per repetition.
+fn time_ops(gpu: &Gpu, ops: &[&crate::gpu::Op], budget: f64, max_reps: usize) -> Result<f64> {
+    gpu.run(ops)?;
+    sync(gpu);
+    let t0 = Instant::now();
+    gpu.run(ops)?;
+    sync(gpu);
+    let once = t0.elapsed().as_secs_f64().max(1e-6);
+    let reps = ((budget / once) as usize).clamp(3, max_reps);
+    let all: Vec<_> = (0..reps).flat_map(|_| ops.iter().copied()).collect();
+    let t0 = Instant::now();
+    gpu.run(&all)?;
+    sync(gpu);
+    Ok(t0.elapsed().as_secs_f64() / reps as f64)
+}
+
+fn bench_matmul(gpu: &Gpu, label: &str, d: MatmulDesc) -> Result<MatmulResult> {
+    let (m, n, k) = (d.m, d.n, d.k);
     let mut rng = Rng::new(1);
     let a = gpu.tensor_from("a", &[m, k], &rng.vec_f32(m * k, -1.0, 1.0))?;
     let b = gpu.tensor_from("b", &[k, n], &rng.vec_f32(k * n, -1.0, 1.0))?;
     let c = gpu.tensor("c", &[m, n])?;
-    let desc = MatmulDesc::new(m, n, k);
-    let op = matmul(gpu, &a, &b, &c, if trans_b { desc.trans_b() } else { desc })?;
+    let ops = matmul_ops(gpu, &a, &b, &c, d)?;
+    let (tile, splits, _) = plan(&d, true);
+    let forced = d.tile.is_some() || d.splits.is_some();
+    let variant = format!("t{tile}{}{}", if splits > 1 { format!("+s{splits}") } else { String::new() }, if forced { "" } else { " (auto)" });
     let flops = 2.0 * (m * n * k) as f64;
-    gpu.run(&[&op])?;
-    sync(gpu);
     // Enough repetitions for ~50 ms of work at the first run's speed, at least 3, at most 200.
-    let t0 = Instant::now();
-    gpu.run(&[&op])?;
-    sync(gpu);
-    let once = t0.elapsed().as_secs_f64().max(1e-6);
-    let reps = ((0.05 / once) as usize).clamp(3, 200);
-    let ops: Vec<_> = std::iter::repeat_n(&op, reps).collect();
-    let t0 = Instant::now();
-    gpu.run(&ops)?;
-    sync(gpu);
-    let secs = t0.elapsed().as_secs_f64() / reps as f64;
-    Ok(MatmulResult { shape: label.to_string(), m, n, k, gflops: flops / secs / 1e9, ms: secs * 1e3 })
+    let secs = time_ops(gpu, &ops.iter().collect::<Vec<_>>(), 0.05, 200)?;
+    Ok(MatmulResult { shape: label.to_string(), variant, m, n, k, gflops: flops / secs / 1e9, ms: secs * 1e3 })
+}
+
+/// Each dispatch of a preset's training step timed alone, summed by entry point.
+fn profile(gpu: Gpu, name: &str) -> Result<Vec<ProfileEntry>> {
+    let cfg = preset(name).expect("bench presets exist");
+    let mut s = Session::with_gpu(gpu, cfg)?;
+    s.train(2)?;
+    pollster::block_on(s.read_metrics())?;
+    let mut out: Vec<ProfileEntry> = vec![];
+    for op in s.step_ops() {
+        let secs = time_ops(&s.gpu, &[op], 0.003, 50)?;
+        match out.iter_mut().find(|e| e.entry == op.entry) {
+            Some(e) => {
+                e.dispatches += 1;
+                e.us_per_step += secs * 1e6;
+            }
+            None => out.push(ProfileEntry { preset: name.into(), entry: op.entry.into(), dispatches: 1, us_per_step: secs * 1e6 }),
+        }
+    }
+    out.sort_by(|a, b| b.us_per_step.total_cmp(&a.us_per_step));
+    Ok(out)
 }
 
 fn bench_training(gpu: Gpu, name: &str, seconds: f64, chunk: u64) -> Result<TrainResult> {
@@ -107,27 +150,59 @@ pub async fn run(quick: bool, seconds: f64) -> Result<Report> {
     let sizes: &[usize] = if quick { &[256, 512, 1024] } else { &[256, 512, 1024, 2048, 4096] };
     let mut matmul_results = vec![];
     for &s in sizes {
-        matmul_results.push(bench_matmul(&gpu, &format!("{s}³"), (s, s, s), false)?);
+        matmul_results.push(bench_matmul(&gpu, &format!("{s}³"), MatmulDesc::new(s, s, s))?);
     }
-    // llama-small's linear layers: (B·T, C) · Wᵀ for qkv, the MLP up/gate, and the LM head.
-    let presets_shapes = [("llama-small qkv", (4096, 768, 256)), ("llama-small up", (4096, 1024, 256)), ("llama-small down", (4096, 256, 1024)), ("mlp-spiral hidden", (512, 16, 16))];
-    for (label, shape) in presets_shapes {
-        matmul_results.push(bench_matmul(&gpu, label, shape, true)?);
+    // Forced tiles on the big squares, to compare the kernels.
+    let big: &[usize] = if quick { &[1024] } else { &[1024, 4096] };
+    for &s in big {
+        for tile in [64, 128] {
+            matmul_results.push(bench_matmul(&gpu, &format!("{s}³"), MatmulDesc::new(s, s, s).tile(tile).splits(1))?);
+        }
     }
+    // llama-small's linear layers (N = B·T = 4096 rows, C = 256, F = 1024): forward Y = X·Wᵀ,
+    // dX = dY·W and the weight gradients dW += dYᵀ·X (few output tiles, k = 4096).
+    let rows = if quick { 512 } else { 4096 };
+    let fwd = |n: usize, k: usize| MatmulDesc::new(rows, n, k).trans_b();
+    let dw = |o: usize, i: usize| MatmulDesc::new(o, i, rows).trans_a().accumulate();
+    let shapes = [
+        ("llama-small qkv", fwd(768, 256)),
+        ("llama-small up", fwd(1024, 256)),
+        ("llama-small down", fwd(256, 1024)),
+        ("llama-small dX up", MatmulDesc::new(rows, 256, 1024)),
+        ("llama-small dW qkv", dw(768, 256)),
+        ("llama-small dW up", dw(1024, 256)),
+        ("llama-small dW down", dw(256, 1024)),
+        ("llama-small dW proj", dw(256, 256)),
+    ];
+    for (label, d) in shapes {
+        matmul_results.push(bench_matmul(&gpu, label, d)?);
+        for tile in [64, 128] {
+            matmul_results.push(bench_matmul(&gpu, label, d.tile(tile).splits(1))?);
+        }
+        if label.contains("dW") {
+            // Other splits: the 128 tile with its automatic split, and twice the 64 tile's.
+            matmul_results.push(bench_matmul(&gpu, label, d.tile(128))?);
+            let (_, s, _) = plan(&d.tile(64), true);
+            matmul_results.push(bench_matmul(&gpu, label, d.tile(64).splits(2 * s))?);
+        }
+    }
+    matmul_results.push(bench_matmul(&gpu, "mlp-spiral hidden", MatmulDesc::new(512, 16, 16).trans_b())?);
     let mut training = vec![bench_training(gpu, "mlp-spiral", seconds, 50)?];
     // llama-small is ~85 GFLOP a step: minutes on a CPU adapter, so --quick leaves it out.
     let llamas: &[&str] = if quick { &["llama-tiny"] } else { &["llama-tiny", "llama-small"] };
     for name in llamas {
         training.push(bench_training(Gpu::new().await?, name, seconds, if quick { 2 } else { 10 })?);
     }
-    Ok(Report { adapter: info.name, backend: info.backend, driver: info.driver, matmul: matmul_results, training })
+    let mut prof = profile(Gpu::new().await?, "mlp-spiral")?;
+    prof.extend(profile(Gpu::new().await?, llamas[llamas.len() - 1])?);
+    Ok(Report { adapter: info.name, backend: info.backend, driver: info.driver, matmul: matmul_results, training, profile: prof })
 }
 
 pub fn print(report: &Report) {
     println!("adapter: {} ({}), driver {}", report.adapter, report.backend, report.driver);
-    println!("\n{:<20} {:>6} {:>6} {:>6} {:>10} {:>10}", "matmul", "M", "N", "K", "ms", "GFLOP/s");
+    println!("\n{:<20} {:<14} {:>6} {:>6} {:>6} {:>10} {:>10}", "matmul", "kernel", "M", "N", "K", "ms", "GFLOP/s");
     for r in &report.matmul {
-        println!("{:<20} {:>6} {:>6} {:>6} {:>10.3} {:>10.1}", r.shape, r.m, r.n, r.k, r.ms, r.gflops);
+        println!("{:<20} {:<14} {:>6} {:>6} {:>6} {:>10.3} {:>10.1}", r.shape, r.variant, r.m, r.n, r.k, r.ms, r.gflops);
     }
     println!("\n{:<14} {:>10} {:>12} {:>11} {:>13} {:>10}", "preset", "steps/s", "tokens/s", "dispatches", "host µs/step", "loss");
     for t in &report.training {
@@ -135,5 +210,9 @@ pub fn print(report: &Report) {
             "{:<14} {:>10.1} {:>12.0} {:>11} {:>13.1} {:>10.4}",
             t.preset, t.steps_per_sec, t.tokens_per_sec, t.dispatches_per_step, t.host_us_per_step, t.final_loss
         );
+    }
+    println!("\n{:<14} {:<28} {:>10} {:>12}", "profile", "entry point", "dispatches", "µs/step");
+    for p in &report.profile {
+        println!("{:<14} {:<28} {:>10} {:>12.1}", p.preset, p.entry, p.dispatches, p.us_per_step);
     }
 }

@@ -69,6 +69,8 @@ pub struct Gpu {
     uncaptured: Arc<Mutex<Vec<String>>>,
     /// Storage buffers alive (see `live.rs`).
     live: Arc<LiveCounters>,
+    /// The shared scratch buffer (see `scratch`).
+    scratch: Mutex<Option<Tensor>>,
 }
 
 impl Gpu {
@@ -108,6 +110,7 @@ impl Gpu {
             grid_limit: AtomicU32::new(65_535),
             uncaptured,
             live: Arc::new(LiveCounters::default()),
+            scratch: Mutex::new(None),
         })
     }
 
@@ -176,6 +179,18 @@ impl Gpu {
             mapped_at_creation: false,
         });
         Ok(Tensor::new(Tracked::new(buffer, &self.live), name, shape.to_vec()))
+    }
+
+    /// A view of `len` words of one scratch buffer shared by every caller, for data that lives
+    /// only from one dispatch to the next (split-K partial products). Dispatches run in
+    /// submission order with barriers between them, so one buffer serves every product; it
+    /// grows when a larger one is asked for (ops built earlier keep the old one alive).
+    pub fn scratch(&self, name: &str, len: usize) -> Result<Tensor> {
+        let mut slot = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.as_ref().is_none_or(|s| s.len() < len) {
+            *slot = Some(self.tensor("scratch", &[len])?);
+        }
+        Ok(slot.as_ref().expect("just filled").view(name, 0, vec![len]))
     }
 
     /// A storage tensor holding `data` (f32 or u32 words).
@@ -384,14 +399,33 @@ async fn compile_families(device: &wgpu::Device) -> Result<HashMap<Family, wgpu:
 
 async fn compile_module(device: &wgpu::Device, label: &'static str, source: &str) -> Result<wgpu::ShaderModule> {
     let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-        label: Some(label),
-        source: wgpu::ShaderSource::Wgsl(source.into()),
-    });
+    let desc = wgpu::ShaderModuleDescriptor { label: Some(label), source: wgpu::ShaderSource::Wgsl(source.into()) };
+    let module = create_module(device, desc);
     match scope.pop().await {
         Some(e) => Err(KilnError::ShaderValidation { family: label, message: e.to_string() }),
         None => Ok(module),
     }
+}
+
+/// Natively, shaders are compiled without naga's injected bounds checks: every kernel checks
+/// its own indices against its params, and Vulkan/Metal/DX12 keep robust buffer access, so an
+/// out-of-range access still cannot leave the binding. The checks (a clamp on every array
+/// access) cost up to several times the speed of the inner loops. `KILN_SHADER_CHECKS=1`
+/// restores them. In the browser the WebGPU implementation decides, so nothing changes there.
+#[cfg(not(target_arch = "wasm32"))]
+fn create_module(device: &wgpu::Device, desc: wgpu::ShaderModuleDescriptor<'_>) -> wgpu::ShaderModule {
+    if std::env::var("KILN_SHADER_CHECKS").is_ok_and(|v| v == "1") {
+        return device.create_shader_module(desc);
+    }
+    // SAFETY: the kernels are validated by naga (same WGSL as the checked path) and bound every
+    // index they compute (tests compare each against an f64 reference at ragged sizes); buffer
+    // accesses stay within bindings through the driver's robust buffer access.
+    unsafe { device.create_shader_module_trusted(desc, wgpu::ShaderRuntimeChecks::unchecked()) }
+}
+
+#[cfg(target_arch = "wasm32")]
+fn create_module(device: &wgpu::Device, desc: wgpu::ShaderModuleDescriptor<'_>) -> wgpu::ShaderModule {
+    device.create_shader_module(desc)
 }
 
 #[cfg(not(target_arch = "wasm32"))]

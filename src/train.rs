@@ -118,6 +118,12 @@ impl Session {
         micro * self.cfg.optimizer.accumulation as usize + self.optimizer.ops().len()
     }
 
+    /// Every dispatch of one step with a single micro-batch, in order (for profiling).
+    pub fn step_ops(&self) -> Vec<&Op> {
+        let ops = self.net.forward.iter().chain(&self.loss_ops).chain(&self.net.backward);
+        ops.chain(self.optimizer.ops()).chain([&self.record.op]).collect()
+    }
+
     /// Runs `n` training steps on sampled batches without waiting for the GPU.
     pub fn train(&mut self, n: u64) -> Result<()> {
         for _ in 0..n {

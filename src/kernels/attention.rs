@@ -22,8 +22,25 @@ pub const ATTENTION_BACKWARD_DQ: Kernel =
 pub const ATTENTION_BACKWARD_DKV: Kernel =
     Kernel { entry: "attention_backward_dkv", family: F, bindings: &[R, R, R, R, RW, U] };
 
-pub const KERNELS: &[&Kernel] =
-    &[&ATTENTION_FORWARD, &ATTENTION_BACKWARD_PREP, &ATTENTION_BACKWARD_DQ, &ATTENTION_BACKWARD_DKV];
+/// The block kernels specialised for head_dim <= SMALL_HEAD_DIM (head vectors in registers).
+pub const ATTENTION_FORWARD_HD32: Kernel = Kernel { entry: "attention_forward_hd32", family: F, bindings: &[R, RW, RW, U] };
+pub const ATTENTION_BACKWARD_DQ_HD32: Kernel =
+    Kernel { entry: "attention_backward_dq_hd32", family: F, bindings: &[R, R, R, R, RW, U] };
+pub const ATTENTION_BACKWARD_DKV_HD32: Kernel =
+    Kernel { entry: "attention_backward_dkv_hd32", family: F, bindings: &[R, R, R, R, RW, U] };
+
+pub const KERNELS: &[&Kernel] = &[
+    &ATTENTION_FORWARD,
+    &ATTENTION_BACKWARD_PREP,
+    &ATTENTION_BACKWARD_DQ,
+    &ATTENTION_BACKWARD_DKV,
+    &ATTENTION_FORWARD_HD32,
+    &ATTENTION_BACKWARD_DQ_HD32,
+    &ATTENTION_BACKWARD_DKV_HD32,
+];
+
+/// Largest head dimension of the specialised (`_hd32`) kernels.
+pub const SMALL_HEAD_DIM: usize = 32;
 
 /// Largest head dimension: a thread keeps up to four head vectors in registers.
 pub const MAX_HEAD_DIM: usize = 128;
@@ -120,7 +137,8 @@ pub fn attention_forward(gpu: &Gpu, dims: AttentionDims, qkv: &Tensor, out: &Ten
     expect_len(out, dims.out_len(), "attention out (B, T, C)")?;
     expect_len(lse, dims.lse_len(), "lse (B, H, T)")?;
     let uniform = gpu.uniform("attention params", &dims.params());
-    gpu.op(&ATTENTION_FORWARD, &[T(qkv), T(out), T(lse), Uni(&uniform)], gpu.grid(dims.blocks()))
+    let kernel = if dims.head_dim <= SMALL_HEAD_DIM { &ATTENTION_FORWARD_HD32 } else { &ATTENTION_FORWARD };
+    gpu.op(kernel, &[T(qkv), T(out), T(lse), Uni(&uniform)], gpu.grid(dims.blocks()))
 }
 
 /// The backward's three dispatches; run them in order (`gpu.run(&bw.ops())`).
@@ -163,8 +181,14 @@ pub fn attention_backward(
     let prep_grid = gpu.grid(groups_1d(dims.lse_len()));
     let prep = gpu.op(&ATTENTION_BACKWARD_PREP, &[T(out), T(dout), T(delta), Uni(&uniform)], prep_grid)?;
     let args = [T(qkv), T(dout), T(lse), T(delta), T(dqkv), Uni(&uniform)];
-    let dq = gpu.op(&ATTENTION_BACKWARD_DQ, &args, gpu.grid(dims.blocks()))?;
-    let dkv = gpu.op(&ATTENTION_BACKWARD_DKV, &args, gpu.grid(dims.blocks()))?;
+    let small = dims.head_dim <= SMALL_HEAD_DIM;
+    let (dq_kernel, dkv_kernel) = if small {
+        (&ATTENTION_BACKWARD_DQ_HD32, &ATTENTION_BACKWARD_DKV_HD32)
+    } else {
+        (&ATTENTION_BACKWARD_DQ, &ATTENTION_BACKWARD_DKV)
+    };
+    let dq = gpu.op(dq_kernel, &args, gpu.grid(dims.blocks()))?;
+    let dkv = gpu.op(dkv_kernel, &args, gpu.grid(dims.blocks()))?;
     Ok(AttentionBackward { prep, dq, dkv })
 }
 

@@ -18,6 +18,9 @@ pub const TANH: Kernel = Kernel { entry: "tanh_forward", family: F, bindings: &[
 pub const SILU_BACKWARD: Kernel = Kernel { entry: "silu_backward_real", family: F, bindings: &[R, R, RW] };
 pub const RELU_BACKWARD: Kernel = Kernel { entry: "relu_backward", family: F, bindings: &[R, R, RW] };
 pub const TANH_BACKWARD: Kernel = Kernel { entry: "tanh_backward", family: F, bindings: &[R, R, RW] };
+/// Elements per workgroup of the SwiGLU kernels (see elementwise.wgsl).
+const GLU_PER_WG: usize = 256;
+
 pub const SILU_GATE: Kernel = Kernel { entry: "silu_gate_fused", family: F, bindings: &[R, R, RW] };
 pub const SILU_GATE_BACKWARD: Kernel =
     Kernel { entry: "silu_gate_backward", family: F, bindings: &[R, R, R, RW, RW] };
@@ -110,7 +113,7 @@ pub fn activation_backward(gpu: &Gpu, act: Activation, grad_out: &Tensor, x: &Te
 pub fn silu_gate(gpu: &Gpu, up: &Tensor, gate: &Tensor, out: &Tensor) -> Result<Op> {
     expect_len(gate, up.len(), "gate")?;
     expect_len(out, up.len(), "silu_gate output")?;
-    gpu.op(&SILU_GATE, &[T(up), T(gate), T(out)], gpu.grid(groups_1d(up.len())))
+    gpu.op(&SILU_GATE, &[T(up), T(gate), T(out)], gpu.grid(up.len().div_ceil(GLU_PER_WG) as u32))
 }
 
 pub fn silu_gate_backward(
@@ -125,7 +128,7 @@ pub fn silu_gate_backward(
         expect_len(t, up.len(), what)?;
     }
     let args = [T(up), T(gate), T(grad_out), T(grad_up), T(grad_gate)];
-    gpu.op(&SILU_GATE_BACKWARD, &args, gpu.grid(groups_1d(up.len())))
+    gpu.op(&SILU_GATE_BACKWARD, &args, gpu.grid(up.len().div_ceil(GLU_PER_WG) as u32))
 }
 
 // ---------------------------------------------------------------- f64 references

@@ -1,6 +1,8 @@
-//! Matrix multiplication (`shaders/matmul.wgsl`): one tiled kernel for
+//! Matrix multiplication (`shaders/matmul.wgsl`): tiled kernels for
 //! `C = alpha · op(A) · op(B) + (accumulate ? C : 0)` with optional transposes and a batch
-//! dimension, plus the f64 reference.
+//! dimension, plus the f64 reference. The wrapper picks the tile (64x64 or 128x128) by problem
+//! size, and `matmul_ops` may split a long k across workgroups (split-K: partial products in a
+//! scratch buffer, then `matmul_split_reduce`) when the output has too few tiles to fill a GPU.
 //!
 //! For a Linear layer `Y = X·Wᵀ` (X: (M, K), W: (N, K)):
 //! forward `MatmulDesc::new(M, N, K).trans_b()`, `dX = dY·W` is `MatmulDesc::new(M, K, N)`,
@@ -12,11 +14,14 @@ use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
 use crate::tensor::Tensor;
 
 pub const MATMUL: Kernel = Kernel { entry: "matmul", family: F, bindings: &[R, R, RW, U] };
+pub const MATMUL_128: Kernel = Kernel { entry: "matmul_128", family: F, bindings: &[R, R, RW, U] };
+pub const MATMUL_SPLIT_REDUCE: Kernel = Kernel { entry: "matmul_split_reduce", family: F, bindings: &[R, RW, U] };
 
-pub const KERNELS: &[&Kernel] = &[&MATMUL];
+pub const KERNELS: &[&Kernel] = &[&MATMUL, &MATMUL_128, &MATMUL_SPLIT_REDUCE];
 
-/// Output rows/columns per workgroup tile (see the shader).
-const TILE: usize = 64;
+/// k per workgroup-memory step of the 64-tile kernel; split chunks are multiples of it.
+const KT: usize = 16;
+
 
 const TRANS_A: u32 = 1;
 const TRANS_B: u32 = 2;
@@ -41,6 +46,10 @@ pub struct MatmulDesc {
     pub stride_a: usize,
     pub stride_b: usize,
     pub stride_c: usize,
+    /// Force the output tile (64 or 128) instead of the size-based choice (benchmarks, tests).
+    pub tile: Option<usize>,
+    /// Force the number of k chunks (`matmul_ops` only; 1 = no split).
+    pub splits: Option<usize>,
 }
 
 impl MatmulDesc {
@@ -58,7 +67,21 @@ impl MatmulDesc {
             stride_a: m * k,
             stride_b: k * n,
             stride_c: m * n,
+            tile: None,
+            splits: None,
         }
+    }
+
+    /// Forces the 64x64 or 128x128 tile kernel.
+    pub fn tile(mut self, tile: usize) -> Self {
+        self.tile = Some(tile);
+        self
+    }
+
+    /// Forces `splits` k chunks in `matmul_ops` (rounded to what k allows).
+    pub fn splits(mut self, splits: usize) -> Self {
+        self.splits = Some(splits);
+        self
     }
 
     pub fn trans_a(mut self) -> Self {
@@ -104,18 +127,130 @@ struct MatmulParams {
     flags: u32,
     alpha: f32,
     batch: u32,
-    _pad0: [u32; 2],
+    splits: u32,
+    k_chunk: u32,
     stride_a: u32,
     stride_b: u32,
     stride_c: u32,
-    _pad1: u32,
+    split_stride: u32,
 }
 
-/// `C = alpha · op(A) · op(B) (+ C)` as one dispatch. Lengths are checked against `desc`:
-/// with dense strides (stride = one matrix) a tensor must hold exactly `batch` matrices;
-/// with custom strides it must hold at least `(batch - 1) * stride + matrix` elements.
+/// Mirrors `MatmulReduceParams` in matmul.wgsl (16 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct ReduceParams {
+    len: u32,
+    splits: u32,
+    stride: u32,
+    accumulate: u32,
+}
+
+/// Workgroups a split product aims for: about two per multiprocessor of a large GPU (an
+/// H200 has 132); a small GPU is full either way.
+const SPLIT_TARGET_GROUPS: usize = 256;
+
+/// Multiply-adds (m·n·k·batch) from which splitting is worth its extra dispatch.
+const SPLIT_MIN_MACS: usize = 1 << 26;
+
+/// Shortest k chunk of a split: shorter ones spend more on the partials than they save.
+const SPLIT_MIN_CHUNK: usize = 128;
+
+/// 128x128 output tiles from which the 128 kernel beats the 64 one without a split (measured
+/// on an H200: 192 tiles of a (4096, 768) output already favour it, 64 tiles of a (4096, 256)
+/// one do not).
+const BIG_TILE_MIN_TILES: usize = 160;
+
+/// Largest split-K scratch buffer, in elements (64 MiB).
+const SPLIT_MAX_SCRATCH: usize = 1 << 24;
+
+/// Tile and k split for a product: (tile, splits, k_chunk). Measured on an H200 (bench/RESULTS.md):
+/// enough output tiles → the 128 tile alone; few tiles and a long k (weight gradients, and
+/// (tokens, 256) outputs with k ≥ 512) → the 128 tile split into chunks of ≥ 128 that bring
+/// the workgroups to about SPLIT_TARGET_GROUPS, else the 64 tile split towards twice that
+/// (chunks still ≥ 128); small products → the 64 tile alone.
+pub fn plan(d: &MatmulDesc, allow_split: bool) -> (usize, usize, usize) {
+    let tiles = |t: usize| d.m.div_ceil(t) * d.n.div_ceil(t) * d.batch;
+    // Split big products with few tiles, and small ones whose long k would run as one serial,
+    // latency-bound loop (the weight gradients of tiny MLPs: (16, 16) outputs over k = 512).
+    let long_k = d.k >= 2 * SPLIT_MIN_CHUNK && tiles(64) < 16;
+    let can_split = allow_split && d.batch == 1 && (d.m * d.n * d.k >= SPLIT_MIN_MACS || long_k);
+    let (tile, splits) = match (d.tile.or(env_tile()), d.splits) {
+        (Some(t), Some(s)) => (t, s),
+        (Some(t), None) if env_tile().is_some() && d.tile.is_none() => (t, 1),
+        (Some(t), None) => (t, if can_split { SPLIT_TARGET_GROUPS.div_ceil(tiles(t)) } else { 1 }),
+        (None, forced) => {
+            let s128 = SPLIT_TARGET_GROUPS.div_ceil(tiles(128));
+            let s64 = (2 * SPLIT_TARGET_GROUPS).div_ceil(tiles(64));
+            let (t, s) = if tiles(128) >= BIG_TILE_MIN_TILES {
+                (128, 1)
+            } else if !can_split {
+                (64, 1)
+            } else if d.k / s128 >= SPLIT_MIN_CHUNK {
+                (128, s128)
+            } else if tiles(64) < SPLIT_TARGET_GROUPS {
+                (64, s64.min(d.k / SPLIT_MIN_CHUNK).max(1))
+            } else {
+                (64, 1)
+            };
+            (t, forced.unwrap_or(s))
+        }
+    };
+    let tile = if tile == 128 { 128 } else { 64 };
+    let mut splits = if allow_split && d.batch == 1 { splits } else { 1 };
+    // Chunks of at least 2 KT, a multiple of KT; the scratch stays bounded.
+    splits = splits.clamp(1, d.k.div_ceil(2 * KT).clamp(1, 65_535));
+    while splits > 1 && splits * d.m * d.n > SPLIT_MAX_SCRATCH {
+        splits -= 1;
+    }
+    let k_chunk = d.k.div_ceil(splits).next_multiple_of(KT);
+    let splits = d.k.div_ceil(k_chunk);
+    (tile, splits, k_chunk)
+}
+
+/// `KILN_MATMUL_TILE=64|128` natively forces one tile (and no split) for A/B measurements.
+fn env_tile() -> Option<usize> {
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        std::env::var("KILN_MATMUL_TILE").ok().and_then(|v| v.parse().ok())
+    }
+    #[cfg(target_arch = "wasm32")]
+    {
+        None
+    }
+}
+
+/// `C = alpha · op(A) · op(B) (+ C)` as one dispatch (never split along k). Lengths are checked
+/// against `desc`: with dense strides (stride = one matrix) a tensor must hold exactly `batch`
+/// matrices; with custom strides it must hold at least `(batch - 1) * stride + matrix` elements.
 pub fn matmul(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, desc: MatmulDesc) -> Result<Op> {
+    validate(gpu, a, b, c, &desc)?;
+    let (tile, _, _) = plan(&desc, false);
+    product(gpu, a, b, c, &desc, tile, 1, desc.k)
+}
+
+/// The same product as `matmul`, as one dispatch or, when the output has few tiles and k is
+/// long (weight gradients), as a split-K product into a scratch buffer plus a reduction.
+pub fn matmul_ops(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, desc: MatmulDesc) -> Result<Vec<Op>> {
+    validate(gpu, a, b, c, &desc)?;
     let d = desc;
+    let (tile, splits, k_chunk) = plan(&d, true);
+    if splits == 1 {
+        return Ok(vec![product(gpu, a, b, c, &d, tile, 1, d.k)?]);
+    }
+    let len = d.m * d.n;
+    let parts = gpu.scratch("matmul split-K partials", splits * len)?;
+    let mut part_desc = d;
+    part_desc.accumulate = false;
+    part_desc.stride_c = len;
+    let first = product(gpu, a, b, &parts, &part_desc, tile, splits, k_chunk)?;
+    let params = ReduceParams { len: len as u32, splits: splits as u32, stride: len as u32, accumulate: u32::from(d.accumulate) };
+    let uniform = gpu.uniform("matmul reduce params", &params);
+    let groups = gpu.grid(super::groups_1d(len));
+    let reduce = gpu.op(&MATMUL_SPLIT_REDUCE, &[T(&parts), T(c), Uni(&uniform)], groups)?;
+    Ok(vec![first, reduce])
+}
+
+fn validate(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, d: &MatmulDesc) -> Result<()> {
     for (v, field) in [(d.m, "m"), (d.n, "n"), (d.k, "k"), (d.batch, "batch")] {
         if v == 0 {
             return Err(KilnError::invalid(field, "matmul dimensions must be at least 1"));
@@ -134,7 +269,13 @@ pub fn matmul(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, desc: MatmulDesc) -
     if d.batch > max_dim {
         return Err(KilnError::invalid("batch", format!("at most {max_dim} batches per dispatch, got {}", d.batch)));
     }
-    let tiles = d.m.div_ceil(TILE) * d.n.div_ceil(TILE);
+    Ok(())
+}
+
+/// One dispatch of the `tile` kernel; with `splits` > 1, split s writes C + s * m·n.
+#[allow(clippy::too_many_arguments)]
+fn product(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, d: &MatmulDesc, tile: usize, splits: usize, k_chunk: usize) -> Result<Op> {
+    let tiles = d.m.div_ceil(tile) * d.n.div_ceil(tile);
     let [x, y, _] = gpu.grid(u32::try_from(tiles).map_err(|_| KilnError::invalid("m", "too many output tiles"))?);
     let flags = u32::from(d.trans_a) * TRANS_A + u32::from(d.trans_b) * TRANS_B + u32::from(d.accumulate) * ACCUMULATE;
     let params = MatmulParams {
@@ -144,14 +285,16 @@ pub fn matmul(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, desc: MatmulDesc) -
         flags,
         alpha: d.alpha,
         batch: d.batch as u32,
-        _pad0: [0; 2],
+        splits: splits as u32,
+        k_chunk: k_chunk as u32,
         stride_a: d.stride_a as u32,
         stride_b: d.stride_b as u32,
         stride_c: d.stride_c as u32,
-        _pad1: 0,
+        split_stride: (d.m * d.n) as u32,
     };
     let uniform = gpu.uniform("matmul params", &params);
-    gpu.op(&MATMUL, &[T(a), T(b), T(c), Uni(&uniform)], [x, y, d.batch as u32])
+    let kernel = if tile == 128 { &MATMUL_128 } else { &MATMUL };
+    gpu.op(kernel, &[T(a), T(b), T(c), Uni(&uniform)], [x, y, (d.batch * splits) as u32])
 }
 
 /// Checks that `t` covers `batch` matrices of `size` elements spaced `stride` apart.

@@ -7,7 +7,7 @@ use crate::gpu::{Gpu, Op};
 use crate::kernels::attention::{attention_backward, attention_forward, AttentionDims};
 use crate::kernels::elementwise::{silu_gate, silu_gate_backward};
 use crate::kernels::embedding::{embedding_backward, embedding_forward};
-use crate::kernels::matmul::{matmul, MatmulDesc};
+use crate::kernels::matmul::{matmul_ops, MatmulDesc};
 use crate::kernels::norm::{rms_norm, rms_norm_backward, rms_norm_backward_weight, rms_norm_residual};
 use crate::kernels::rope::{rope, rope_backward, RopeConfig};
 use crate::model::llama::LlamaConfig;
@@ -38,17 +38,19 @@ struct BlockActs {
 }
 
 
-fn linear(gpu: &Gpu, x: &Tensor, w: &Tensor, y: &Tensor, rows: usize, out: usize, inp: usize) -> Result<Op> {
-    matmul(gpu, x, w, y, MatmulDesc::new(rows, out, inp).trans_b())
+/// Y = X·Wᵀ: one dispatch, or a split-K pair for (tokens, small) outputs with a long k.
+fn linear(gpu: &Gpu, x: &Tensor, w: &Tensor, y: &Tensor, rows: usize, out: usize, inp: usize) -> Result<Vec<Op>> {
+    matmul_ops(gpu, x, w, y, MatmulDesc::new(rows, out, inp).trans_b())
 }
 
 /// dW (out, in) += dyᵀ·x and dx (rows, in) = dy·W (or += when `acc`).
 fn linear_backward(gpu: &Gpu, p: &ParamStore, name: &str, x: &Tensor, dy: &Tensor, dx: Option<(&Tensor, bool)>, dims: (usize, usize, usize)) -> Result<Vec<Op>> {
     let (rows, out, inp) = dims;
-    let mut ops = vec![matmul(gpu, dy, x, &p.grad(name), MatmulDesc::new(out, inp, rows).trans_a().accumulate())?];
+    // dW has few output tiles and k = rows: matmul_ops splits it along k when that helps.
+    let mut ops = matmul_ops(gpu, dy, x, &p.grad(name), MatmulDesc::new(out, inp, rows).trans_a().accumulate())?;
     if let Some((dx, acc)) = dx {
         let desc = MatmulDesc::new(rows, inp, out);
-        ops.push(matmul(gpu, dy, &p.weight(name), dx, if acc { desc.accumulate() } else { desc })?);
+        ops.extend(matmul_ops(gpu, dy, &p.weight(name), dx, if acc { desc.accumulate() } else { desc })?);
     }
     Ok(ops)
 }
@@ -89,15 +91,15 @@ impl LlamaConfig {
             };
             let proj = tensor("proj", &[n, c])?;
             let down = tensor("down", &[n, c])?;
-            fwd.push(linear(gpu, &b.n1, &w("qkv"), &b.qkv, n, 3 * c, c)?);
+            fwd.extend(linear(gpu, &b.n1, &w("qkv"), &b.qkv, n, 3 * c, c)?);
             fwd.push(rope(gpu, &b.qkv, &rope_cfg)?.op);
             fwd.push(attention_forward(gpu, dims, &b.qkv, &b.att, &b.lse)?);
-            fwd.push(linear(gpu, &b.att, &w("proj"), &proj, n, c, c)?);
+            fwd.extend(linear(gpu, &b.att, &w("proj"), &proj, n, c, c)?);
             fwd.push(rms_norm_residual(gpu, &b.x, &proj, &w("mlp_norm"), &b.x1, &b.n2, &b.rstd2, eps)?);
-            fwd.push(linear(gpu, &b.n2, &w("up"), &b.up, n, f, c)?);
-            fwd.push(linear(gpu, &b.n2, &w("gate"), &b.gate, n, f, c)?);
+            fwd.extend(linear(gpu, &b.n2, &w("up"), &b.up, n, f, c)?);
+            fwd.extend(linear(gpu, &b.n2, &w("gate"), &b.gate, n, f, c)?);
             fwd.push(silu_gate(gpu, &b.up, &b.gate, &b.g)?);
-            fwd.push(linear(gpu, &b.g, &w("down"), &down, n, c, f)?);
+            fwd.extend(linear(gpu, &b.g, &w("down"), &down, n, c, f)?);
             // x2 = x1 + down, fused with the next norm (the next block's, or the final one).
             let next_norm = if l + 1 < cfg.layers { p.weight(&format!("blocks.{}.attn_norm", l + 1)) } else { p.weight("final_norm") };
             let (x2, r, nx) = (tensor("x2", &[n, c])?, tensor("rstd", &[n])?, tensor("n1", &[n, c])?);
@@ -107,7 +109,7 @@ impl LlamaConfig {
         }
         // After the loop: x is the final residual stream, n1 its final norm, rstd1 that norm's rstd.
         let logits = tensor("logits", &[n, v])?;
-        fwd.push(linear(gpu, &n1, &p.weight("lm_head"), &logits, n, v, c)?);
+        fwd.extend(linear(gpu, &n1, &p.weight("lm_head"), &logits, n, v, c)?);
         let d_logits = tensor("dlogits", &[n, v])?;
         let mut net = Net { input: tokens, output: logits, d_output: d_logits, forward: fwd, backward: vec![] };
         if train {

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{ensure, Result};
 use crate::gpu::{Gpu, Op};
 use crate::kernels::elementwise::{activation, activation_backward, binary, Activation, Binary};
-use crate::kernels::matmul::{matmul, MatmulDesc};
+use crate::kernels::matmul::{matmul, matmul_ops, MatmulDesc};
 use crate::kernels::reduce::column_sum;
 use crate::model::params::{Init, ParamSpec, ParamStore};
 use crate::model::Net;
@@ -119,7 +119,7 @@ fn backward_ops(
             params.grad(&format!("layer{l}.weight")),
             params.grad(&format!("layer{l}.bias")),
         );
-        ops.push(matmul(gpu, &dz, prev, &dw, MatmulDesc::new(out, fan_in, batch).trans_a().accumulate())?);
+        ops.extend(matmul_ops(gpu, &dz, prev, &dw, MatmulDesc::new(out, fan_in, batch).trans_a().accumulate())?);
         ops.push(column_sum(gpu, &dz, &db, true)?);
         if l > 0 {
             let dh = gpu.tensor(&format!("layer{}.dh", l - 1), &[batch, fan_in])?;

@@ -26,41 +26,90 @@ async fn check(gpu: &Gpu, c: &mut Checks, rng: &mut Rng, d: MatmulDesc, label: &
     gpu.run(&[&op]).unwrap();
     let want = reference::matmul(&d, &a64, &b64, &c64);
     let label = format!("{label} {d:?} grid {:?}", op.workgroups);
-    c.close("matmul", &label, &read(gpu, &out).await, &want, atol(d.k), RTOL);
+    c.close(op.entry, &label, &read(gpu, &out).await, &want, atol(d.k), RTOL);
+}
+
+/// `matmul_ops` with a forced tile and split: the partial products and their reduction.
+async fn check_split(gpu: &Gpu, c: &mut Checks, rng: &mut Rng, d: MatmulDesc, label: &str) {
+    let (a, a64) = random_tensor(gpu, rng, "a", &[d.m * d.k], -1.0, 1.0);
+    let (b, b64) = random_tensor(gpu, rng, "b", &[d.k * d.n], -1.0, 1.0);
+    let (out, c64) = random_tensor(gpu, rng, "c", &[d.m * d.n], -1.0, 1.0);
+    let ops = mm::matmul_ops(gpu, &a, &b, &out, d).unwrap();
+    assert_eq!(ops.len(), 2, "{label} {d:?} should split");
+    gpu.run(&ops.iter().collect::<Vec<_>>()).unwrap();
+    let want = reference::matmul(&d, &a64, &b64, &c64);
+    let label = format!("{label} {d:?} grid {:?}", ops[0].workgroups);
+    let got = read(gpu, &out).await;
+    c.close(ops[0].entry, &label, &got, &want, atol(d.k), RTOL);
+    c.close(ops[1].entry, &label, &got, &want, atol(d.k), RTOL);
 }
 
 const SHAPES: &[(usize, usize, usize)] = &[(1, 1, 1), (37, 53, 29), (64, 64, 64), (130, 70, 200), (3, 129, 17)];
 
+/// Every shape, transpose and accumulate combination on both tile kernels.
 async fn all_variants(gpu: &Gpu, c: &mut Checks) {
     let mut rng = Rng::new(11);
-    for &(m, n, k) in SHAPES {
-        for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
-            for acc in [false, true] {
-                let mut d = MatmulDesc::new(m, n, k);
+    for tile in [64, 128] {
+        for &(m, n, k) in SHAPES.iter().chain(&[(128, 256, 24), (257, 131, 9)]) {
+            for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
+                for acc in [false, true] {
+                    let mut d = MatmulDesc::new(m, n, k).tile(tile);
+                    (d.trans_a, d.trans_b, d.accumulate) = (ta, tb, acc);
+                    check(gpu, c, &mut rng, d, "").await;
+                }
+            }
+        }
+        // alpha scales only the product, not the accumulated C.
+        check(gpu, c, &mut rng, MatmulDesc::new(20, 9, 33).alpha(-0.5).accumulate().tile(tile), "alpha").await;
+    }
+}
+
+/// Split-K on both tiles: k chunks of a multiple of 16 with a ragged last chunk, with and
+/// without accumulate and transposes (the weight-gradient form is trans_a + accumulate).
+async fn split_k(gpu: &Gpu, c: &mut Checks) {
+    let mut rng = Rng::new(16);
+    for tile in [64, 128] {
+        for (m, n, k, splits) in [(37, 53, 300, 3), (64, 64, 1000, 7), (130, 70, 97, 2)] {
+            for (ta, tb, acc) in [(false, false, false), (true, false, true), (false, true, true), (true, true, false)] {
+                let mut d = MatmulDesc::new(m, n, k).tile(tile).splits(splits).alpha(0.75);
                 (d.trans_a, d.trans_b, d.accumulate) = (ta, tb, acc);
-                check(gpu, c, &mut rng, d, "").await;
+                check_split(gpu, c, &mut rng, d, "split-K").await;
             }
         }
     }
-    // alpha scales only the product, not the accumulated C.
-    check(gpu, c, &mut rng, MatmulDesc::new(20, 9, 33).alpha(-0.5).accumulate(), "alpha").await;
+    // The automatic plan splits a weight gradient with few output tiles and a long k.
+    let d = MatmulDesc::new(128, 128, 4096).trans_a().accumulate();
+    let (_, splits, _) = mm::plan(&d, true);
+    assert!(splits > 1, "a 128x128x4096 weight gradient should split, got {splits}");
+    // `matmul` (one dispatch) never splits.
+    assert_eq!(mm::plan(&d, false).1, 1);
+    check_split(gpu, c, &mut rng, d, "auto split-K").await;
+    // A batched product never splits.
+    assert_eq!(mm::plan(&MatmulDesc::new(64, 64, 4096).batched(2).splits(4), true).1, 1);
 }
 
 async fn batched(gpu: &Gpu, c: &mut Checks) {
     let mut rng = Rng::new(12);
-    check(gpu, c, &mut rng, MatmulDesc::new(17, 23, 9).batched(3), "dense batch").await;
-    check(gpu, c, &mut rng, MatmulDesc::new(65, 5, 31).trans_a().batched(4).accumulate(), "dense batch").await;
-    // Shared B (stride 0) and padded strides, as per-head products over strided views do.
-    let d = MatmulDesc::new(10, 12, 7).trans_b().batched(5).strides(10 * 7 + 3, 0, 10 * 12 + 5);
-    check(gpu, c, &mut rng, d, "strided batch").await;
+    for tile in [64, 128] {
+        check(gpu, c, &mut rng, MatmulDesc::new(17, 23, 9).batched(3).tile(tile), "dense batch").await;
+        check(gpu, c, &mut rng, MatmulDesc::new(65, 5, 31).trans_a().batched(4).accumulate().tile(tile), "dense batch").await;
+        // Shared B (stride 0) and padded strides, as per-head products over strided views do.
+        let d = MatmulDesc::new(10, 12, 7).trans_b().batched(5).strides(10 * 7 + 3, 0, 10 * 12 + 5).tile(tile);
+        check(gpu, c, &mut rng, d, "strided batch").await;
+    }
 }
 
 /// Lowers the grid limit so the output tiles fold into a 2-D grid (x and y both > 1).
 pub async fn two_d_grid(gpu: &Gpu, c: &mut Checks) {
     let mut rng = Rng::new(13);
     gpu.set_grid_limit(3);
-    for d in [MatmulDesc::new(300, 200, 40), MatmulDesc::new(130, 250, 20).trans_a().trans_b().batched(2)] {
-        let tiles = d.m.div_ceil(64) * d.n.div_ceil(64);
+    for d in [
+        MatmulDesc::new(300, 200, 40),
+        MatmulDesc::new(130, 250, 20).trans_a().trans_b().batched(2),
+        MatmulDesc::new(300, 520, 40).tile(128),
+    ] {
+        let t = d.tile.unwrap_or(64);
+        let tiles = d.m.div_ceil(t) * d.n.div_ceil(t);
         assert!(tiles > 3, "case must need a 2-D grid");
         check(gpu, c, &mut rng, d, "2-D grid").await;
     }
@@ -110,6 +159,7 @@ async fn rejects_bad_lengths(gpu: &Gpu, _c: &mut Checks) {
 
 pub async fn run(gpu: &Gpu, c: &mut Checks) {
     all_variants(gpu, c).await;
+    split_k(gpu, c).await;
     batched(gpu, c).await;
     linear_backward(gpu, c).await;
     rejects_bad_lengths(gpu, c).await;
