@@ -40,5 +40,6 @@ pub async fn bench_matmul(m: usize, n: usize, k: usize, trans_b: bool) -> Result
     let once = time(1).await?;
     let reps = ((0.05 / once) as usize).clamp(3, 200);
     let secs = time(reps).await? / reps as f64;
-    Ok(2.0 * (m * n * k) as f64 / secs / 1e9)
+    // In f64: m·n·k overflows wasm32's 32-bit usize from 2048³ on.
+    Ok(2.0 * m as f64 * n as f64 * k as f64 / secs / 1e9)
 }
