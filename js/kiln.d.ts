@@ -228,7 +228,7 @@ export interface WeightTensor {
 
 export interface UpdateRatio {
   name: string;
-  /** ‖w_now − w_prev‖ / ‖w_now‖ since the previous call; 0 on the first call. */
+  /** ‖Δw‖ / ‖w‖ at the last step trained (GPU-computed each step); 0 before any step. */
   ratio: number;
 }
 

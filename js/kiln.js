@@ -355,7 +355,7 @@ export class Kiln {
     });
   }
 
-  /** ‖w_now − w_prev‖ / ‖w_now‖ per tensor since the previous call (zeros the first time). */
+  /** ‖Δw‖ / ‖w‖ per tensor at the last step trained (GPU-computed each step; zeros before any). */
   updateRatios() {
     return this.#enqueue(async (s) => JSON.parse(await s.updateRatios()));
   }

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use crate::error::{KilnError, Result};
 use crate::kernels::{Access, Family, Kernel};
 use crate::live::{Live, LiveCounters, Tracked};
+use crate::shader_modules::{compile_families, compile_module};
 use crate::tensor::Tensor;
 
 /// What the page and the CLI show about the GPU in use.
@@ -335,49 +336,6 @@ impl Gpu {
             Some(e) => Err(KilnError::Gpu(e)),
         }
     }
-
-    pub async fn read_f32(&self, t: &Tensor) -> Result<Vec<f32>> {
-        Ok(bytemuck::cast_slice(&self.read_bytes(t).await?).to_vec())
-    }
-
-    pub async fn read_u32(&self, t: &Tensor) -> Result<Vec<u32>> {
-        Ok(bytemuck::cast_slice(&self.read_bytes(t).await?).to_vec())
-    }
-
-    /// Copies `t` to a staging buffer and maps it without blocking the browser's thread.
-    async fn read_bytes(&self, t: &Tensor) -> Result<Vec<u8>> {
-        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("readback"),
-            size: t.bytes(),
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        let mut encoder = self.device.create_command_encoder(&Default::default());
-        encoder.copy_buffer_to_buffer(t.buffer(), t.offset(), &staging, 0, t.bytes());
-        self.queue.submit([encoder.finish()]);
-        let (tx, rx) = futures_channel::oneshot::channel();
-        staging.map_async(wgpu::MapMode::Read, .., move |r| {
-            tx.send(r).ok();
-        });
-        self.wait_native();
-        let mapped = rx.await.map_err(|_| KilnError::Readback("the device dropped the request".into()))?;
-        mapped.map_err(|e| KilnError::Readback(e.to_string()))?;
-        self.check_errors()?;
-        let bytes = staging
-            .get_mapped_range(..)
-            .map_err(|e| KilnError::Readback(e.to_string()))?
-            .to_vec();
-        staging.unmap();
-        Ok(bytes)
-    }
-
-    /// Natively, callbacks fire only when the device is polled; the browser drives them itself.
-    fn wait_native(&self) {
-        #[cfg(not(target_arch = "wasm32"))]
-        {
-            self.device.poll(wgpu::PollType::wait_indefinitely()).ok();
-        }
-    }
 }
 
 fn storage(read_only: bool) -> wgpu::BindingType {
@@ -386,46 +344,6 @@ fn storage(read_only: bool) -> wgpu::BindingType {
         has_dynamic_offset: false,
         min_binding_size: None,
     }
-}
-
-/// Compiles every shader family inside an error scope so a bad shader is a typed error.
-async fn compile_families(device: &wgpu::Device) -> Result<HashMap<Family, wgpu::ShaderModule>> {
-    let mut modules = HashMap::new();
-    for &family in Family::ALL {
-        modules.insert(family, compile_module(device, family.name(), family.source()).await?);
-    }
-    Ok(modules)
-}
-
-async fn compile_module(device: &wgpu::Device, label: &'static str, source: &str) -> Result<wgpu::ShaderModule> {
-    let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-    let desc = wgpu::ShaderModuleDescriptor { label: Some(label), source: wgpu::ShaderSource::Wgsl(source.into()) };
-    let module = create_module(device, desc);
-    match scope.pop().await {
-        Some(e) => Err(KilnError::ShaderValidation { family: label, message: e.to_string() }),
-        None => Ok(module),
-    }
-}
-
-/// Natively, shaders are compiled without naga's injected bounds checks: every kernel checks
-/// its own indices against its params, and Vulkan/Metal/DX12 keep robust buffer access, so an
-/// out-of-range access still cannot leave the binding. The checks (a clamp on every array
-/// access) cost up to several times the speed of the inner loops. `KILN_SHADER_CHECKS=1`
-/// restores them. In the browser the WebGPU implementation decides, so nothing changes there.
-#[cfg(not(target_arch = "wasm32"))]
-fn create_module(device: &wgpu::Device, desc: wgpu::ShaderModuleDescriptor<'_>) -> wgpu::ShaderModule {
-    if std::env::var("KILN_SHADER_CHECKS").is_ok_and(|v| v == "1") {
-        return device.create_shader_module(desc);
-    }
-    // SAFETY: the kernels are validated by naga (same WGSL as the checked path) and bound every
-    // index they compute (tests compare each against an f64 reference at ragged sizes); buffer
-    // accesses stay within bindings through the driver's robust buffer access.
-    unsafe { device.create_shader_module_trusted(desc, wgpu::ShaderRuntimeChecks::unchecked()) }
-}
-
-#[cfg(target_arch = "wasm32")]
-fn create_module(device: &wgpu::Device, desc: wgpu::ShaderModuleDescriptor<'_>) -> wgpu::ShaderModule {
-    device.create_shader_module(desc)
 }
 
 #[cfg(not(target_arch = "wasm32"))]

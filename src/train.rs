@@ -262,6 +262,7 @@ impl Session {
     /// After a checkpoint load: metrics start again from the loaded step.
     pub(crate) fn reset_metrics_cursor(&mut self) {
         self.read_up_to = self.step;
+        self.last_ratios.iter_mut().for_each(|r| *r = 0.0);
     }
 
     pub fn model(&self) -> &ModelConfig {

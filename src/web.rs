@@ -14,7 +14,7 @@ use crate::generate::GenerateOptions;
 use crate::gpu::Gpu;
 use crate::model::ModelConfig;
 use crate::presets::{preset, PRESETS};
-use crate::snapshot::{layout, Snapshot, TensorSlot};
+use crate::snapshot::{layout, TensorSlot, UpdateRatio};
 use crate::train::{Session, METRIC_SLOTS};
 
 #[wasm_bindgen(start)]
@@ -91,7 +91,6 @@ pub fn validate_config(config_json: &str) -> Result<(), JsValue> {
 pub struct WebSession {
     session: Session,
     slots: Vec<TensorSlot>,
-    snapshot: Snapshot,
 }
 
 #[wasm_bindgen(js_class = Session)]
@@ -102,7 +101,7 @@ impl WebSession {
         let gpu = acquire_gpu().await?;
         let session = Session::with_gpu(gpu, cfg).map_err(js_error)?;
         let slots = layout(&session.cfg.model, &session.params);
-        Ok(WebSession { session, slots, snapshot: Snapshot::default() })
+        Ok(WebSession { session, slots })
     }
 
     /// A run rebuilt from a checkpoint's own config, then loaded from it (continues exactly).
@@ -111,7 +110,7 @@ impl WebSession {
         let gpu = acquire_gpu().await?;
         let session = Session::from_checkpoint(gpu, &bytes).map_err(js_error)?;
         let slots = layout(&session.cfg.model, &session.params);
-        Ok(WebSession { session, slots, snapshot: Snapshot::default() })
+        Ok(WebSession { session, slots })
     }
 
     /// `{parameters, dispatchesPerStep, adapter, model, task, ...}` as JSON.
@@ -234,11 +233,14 @@ impl WebSession {
         Ok(Float32Array::from(flat.as_slice()))
     }
 
-    /// `[{name, ratio}]` as JSON: ‖w_now − w_prev‖ / ‖w_now‖ per tensor since the last call.
+    /// `[{name, ratio}]` as JSON, in model order: each tensor's ‖Δw‖ / ‖w‖ at the last step
+    /// read back (computed on the GPU every step by `record_metrics`; no readback here).
     #[wasm_bindgen(js_name = updateRatios)]
     pub async fn update_ratios(&mut self) -> Result<String, JsValue> {
-        let now = self.session.gpu.read_f32(&self.session.params.weights).await.map_err(js_error)?;
-        json(&self.snapshot.ratios(&self.slots, now))
+        let ratios = self.session.update_ratios();
+        let by_name = |name: &str| ratios.iter().find(|(n, _)| n == name).map_or(0.0, |(_, r)| *r as f64);
+        let out: Vec<UpdateRatio> = self.slots.iter().map(|s| UpdateRatio { name: s.name.clone(), ratio: by_name(&s.name) }).collect();
+        json(&out)
     }
 
     /// A 2-D classifier's class-1 probability on a `size`×`size` grid of cell centres over
@@ -268,7 +270,6 @@ impl WebSession {
     /// Loads a checkpoint of the same model; on error the run is unchanged.
     pub fn load(&mut self, bytes: &[u8]) -> Result<(), JsValue> {
         self.session.load_checkpoint(bytes).map_err(js_error)?;
-        self.snapshot.reset();
         Ok(())
     }
 

@@ -12,7 +12,7 @@ fn ten_thousand_steps_hold_steady() {
     cfg.batch = 32;
     pollster::block_on(async {
         let mut s = Session::with_gpu(Gpu::new().await.unwrap(), cfg).unwrap();
-        let mut round = |s: &mut Session| {
+        let round = |s: &mut Session| {
             pollster::block_on(async {
                 for _ in 0..10 {
                     s.train(100).unwrap();

@@ -135,12 +135,7 @@ async function snapshot({ force = false }) {
     try {
       if (wantWeights) {
         const t0 = performance.now();
-        // updateRatios() measures the change since its previous call: while playing, bracket
-        // one step with it so the chart shows true per-step update/weight ratios.
-        if (playing) {
-          await run.updateRatios();
-          await run.step();
-        }
+        // Per-step update/weight ratios, computed on the GPU every step (the last step read).
         msg.ratios = await run.updateRatios();
         msg.weights = await run.weights();
         msg.weights.forEach((w) => transfer.push(w.data.buffer));

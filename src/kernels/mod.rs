@@ -43,8 +43,9 @@ pub struct Kernel {
 }
 
 macro_rules! families {
-    ($($variant:ident => $file:literal),* $(,)?) => {
-        /// A shader file. Its source is `shaders/common.wgsl` followed by the family's file.
+    ($($variant:ident => $file:literal $(+ $extra:literal)*),* $(,)?) => {
+        /// A shader family: `shaders/common.wgsl` followed by the family's file (and, for a family
+/// split for length, its continuation files).
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub enum Family { $($variant),* }
 
@@ -60,6 +61,7 @@ macro_rules! families {
                     $(Family::$variant => concat!(
                         include_str!("../../shaders/common.wgsl"),
                         include_str!(concat!("../../shaders/", $file, ".wgsl"))
+                        $(, include_str!(concat!("../../shaders/", $extra, ".wgsl")))*
                     )),*
                 }
             }
@@ -76,7 +78,7 @@ families! {
     Reduce => "reduce",
     Optimizer => "optimizer",
     Rope => "rope",
-    Attention => "attention",
+    Attention => "attention" + "attention_hd32",
     Embedding => "embedding",
     Quant => "quant",
     Conv => "conv",

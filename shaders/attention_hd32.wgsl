@@ -1,0 +1,230 @@
+// attention_hd32.wgsl — the head_dim <= 32 variants of attention.wgsl's kernels. The two files
+// are one shader family (src/kernels/mod.rs concatenates them): these kernels reuse its params,
+// bindings, tiles and helpers, and differ only in keeping each head vector in registers.
+
+// ---------------------------------------------------------------- head_dim <= 32
+// The same three kernels specialised for head_dim <= 32 (the host picks them): head vectors
+// are 8 vec4s with constant loop bounds, so they stay in registers. (The general kernels
+// index per-thread arrays with runtime bounds, which compilers keep in slow local memory.)
+// The forward keeps a per-key online softmax, rescaling only when the running max grows,
+// instead of a per-tile score array. Tiles hold 32 tokens x 8 vec4s (the same 256 vec4s).
+const ATT_S4: u32 = 8u;     // vec4s per head vector
+const ATT_SROWS: u32 = 32u; // tokens per tile
+
+@compute @workgroup_size(64)
+fn attention_forward_hd32(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>,
+                          @builtin(num_workgroups) nwg: vec3<u32>) {
+    let blk = att_block(wg, nwg, att_p);
+    if (!blk.valid) { return; } // uniform: whole workgroup exits
+    let seq = att_p.seq;
+    let hd = att_p.head_dim;
+    let c = att_p.heads * hd;
+    let head = blk.h * hd;
+    let tok0 = blk.b * seq;
+    let t = blk.t0 + lid;
+    let live = t < seq;
+
+    var q: array<vec4<f32>, 8>; // pre-scaled, so s = q·k
+    var acc: array<vec4<f32>, 8>;
+    for (var x = 0u; x < ATT_S4; x++) {
+        acc[x] = vec4<f32>(0.0);
+        q[x] = vec4<f32>(0.0);
+        if (live) { q[x] = att_p.scale * att_qkv4((tok0 + t) * 3u * c + head, x, hd); }
+    }
+    var m = -1e30;
+    var l = 0.0;
+    let end = min(blk.t0 + ATT_BLOCK, seq);
+    for (var j0 = 0u; j0 < end; j0 += ATT_SROWS) {
+        for (var i = lid; i < ATT_SROWS * ATT_S4; i += ATT_BLOCK) {
+            let j = j0 + i / ATT_S4;
+            var kv = vec4<f32>(0.0);
+            var vv = vec4<f32>(0.0);
+            if (j < seq) {
+                let base = (tok0 + j) * 3u * c + head;
+                kv = att_qkv4(base + c, i % ATT_S4, hd);
+                vv = att_qkv4(base + 2u * c, i % ATT_S4, hd);
+            }
+            att_tile_x[i] = kv;
+            att_tile_y[i] = vv;
+        }
+        workgroupBarrier();
+        if (live && j0 <= t) {
+            let n = min(ATT_SROWS, t + 1u - j0); // visible keys of this tile
+            for (var r = 0u; r < n; r++) {
+                var s = 0.0;
+                for (var x = 0u; x < ATT_S4; x++) { s += dot(q[x], att_tile_x[r * ATT_S4 + x]); }
+                if (s > m) {
+                    let corr = exp(m - s);
+                    l *= corr;
+                    for (var x = 0u; x < ATT_S4; x++) { acc[x] *= corr; }
+                    m = s;
+                }
+                let p = exp(s - m);
+                l += p;
+                for (var x = 0u; x < ATT_S4; x++) { acc[x] += p * att_tile_y[r * ATT_S4 + x]; }
+            }
+        }
+        workgroupBarrier();
+    }
+    if (!live) { return; }
+    let inv = 1.0 / l; // l >= 1: the key at the final max contributes exp(0)
+    let out_base = (tok0 + t) * c + head;
+    for (var x = 0u; x < ATT_S4; x++) {
+        let o = acc[x] * inv;
+        let d = x * 4u;
+        if (d < hd) { att_out[out_base + d] = o.x; }
+        if (d + 1u < hd) { att_out[out_base + d + 1u] = o.y; }
+        if (d + 2u < hd) { att_out[out_base + d + 2u] = o.z; }
+        if (d + 3u < hd) { att_out[out_base + d + 3u] = o.w; }
+    }
+    att_lse[(blk.b * att_p.heads + blk.h) * seq + t] = m + log(l);
+}
+
+// Writes scale · v to dqkv[base + 4x ..], the components below head_dim.
+fn attb_store4(base: u32, x: u32, hd: u32, v: vec4<f32>) {
+    let d = x * 4u;
+    if (d < hd) { attb_dqkv[base + d] = v.x; }
+    if (d + 1u < hd) { attb_dqkv[base + d + 1u] = v.y; }
+    if (d + 2u < hd) { attb_dqkv[base + d + 2u] = v.z; }
+    if (d + 3u < hd) { attb_dqkv[base + d + 3u] = v.w; }
+}
+
+@compute @workgroup_size(64)
+fn attention_backward_dq_hd32(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>,
+                              @builtin(num_workgroups) nwg: vec3<u32>) {
+    let blk = att_block(wg, nwg, attb_p);
+    if (!blk.valid) { return; } // uniform: whole workgroup exits
+    let seq = attb_p.seq;
+    let hd = attb_p.head_dim;
+    let c = attb_p.heads * hd;
+    let head = blk.h * hd;
+    let tok0 = blk.b * seq;
+    let t = blk.t0 + lid;
+    let live = t < seq;
+
+    var q: array<vec4<f32>, 8>; // pre-scaled
+    var dout: array<vec4<f32>, 8>;
+    var dq: array<vec4<f32>, 8>;
+    var lse = 0.0;
+    var delta = 0.0;
+    for (var x = 0u; x < ATT_S4; x++) {
+        q[x] = vec4<f32>(0.0);
+        dout[x] = vec4<f32>(0.0);
+        dq[x] = vec4<f32>(0.0);
+        if (live) {
+            q[x] = attb_p.scale * attb_qkv4((tok0 + t) * 3u * c + head, x, hd);
+            dout[x] = attb_dout4((tok0 + t) * c + head, x, hd);
+        }
+    }
+    if (live) {
+        lse = attb_lse[(blk.b * attb_p.heads + blk.h) * seq + t];
+        delta = attb_delta[(blk.b * attb_p.heads + blk.h) * seq + t];
+    }
+    let end = min(blk.t0 + ATT_BLOCK, seq);
+    for (var j0 = 0u; j0 < end; j0 += ATT_SROWS) {
+        for (var i = lid; i < ATT_SROWS * ATT_S4; i += ATT_BLOCK) {
+            let j = j0 + i / ATT_S4;
+            var kv = vec4<f32>(0.0);
+            var vv = vec4<f32>(0.0);
+            if (j < seq) {
+                let base = (tok0 + j) * 3u * c + head;
+                kv = attb_qkv4(base + c, i % ATT_S4, hd);
+                vv = attb_qkv4(base + 2u * c, i % ATT_S4, hd);
+            }
+            att_tile_x[i] = kv;
+            att_tile_y[i] = vv;
+        }
+        workgroupBarrier();
+        if (live && j0 <= t) {
+            let n = min(ATT_SROWS, t + 1u - j0);
+            for (var r = 0u; r < n; r++) {
+                var s = 0.0;
+                var dp = 0.0;
+                for (var x = 0u; x < ATT_S4; x++) {
+                    s += dot(q[x], att_tile_x[r * ATT_S4 + x]);
+                    dp += dot(dout[x], att_tile_y[r * ATT_S4 + x]);
+                }
+                let ds = exp(s - lse) * (dp - delta);
+                for (var x = 0u; x < ATT_S4; x++) { dq[x] += ds * att_tile_x[r * ATT_S4 + x]; }
+            }
+        }
+        workgroupBarrier();
+    }
+    if (!live) { return; }
+    let base = (tok0 + t) * 3u * c + head;
+    for (var x = 0u; x < ATT_S4; x++) { attb_store4(base, x, hd, attb_p.scale * dq[x]); }
+}
+
+@compute @workgroup_size(64)
+fn attention_backward_dkv_hd32(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>,
+                               @builtin(num_workgroups) nwg: vec3<u32>) {
+    let blk = att_block(wg, nwg, attb_p);
+    if (!blk.valid) { return; } // uniform: whole workgroup exits
+    let seq = attb_p.seq;
+    let hd = attb_p.head_dim;
+    let c = attb_p.heads * hd;
+    let head = blk.h * hd;
+    let tok0 = blk.b * seq;
+    let lse0 = (blk.b * attb_p.heads + blk.h) * seq; // this (b, h)'s row of lse and delta
+    let j = blk.t0 + lid; // this thread's key
+    let live = j < seq;
+
+    var k: array<vec4<f32>, 8>; // pre-scaled, so s = q·k
+    var v: array<vec4<f32>, 8>;
+    var dk: array<vec4<f32>, 8>;
+    var dv: array<vec4<f32>, 8>;
+    for (var x = 0u; x < ATT_S4; x++) {
+        k[x] = vec4<f32>(0.0);
+        v[x] = vec4<f32>(0.0);
+        dk[x] = vec4<f32>(0.0);
+        dv[x] = vec4<f32>(0.0);
+        if (live) {
+            k[x] = attb_p.scale * attb_qkv4((tok0 + j) * 3u * c + head + c, x, hd);
+            v[x] = attb_qkv4((tok0 + j) * 3u * c + head + 2u * c, x, hd);
+        }
+    }
+    // Queries before the block's first key see none of its keys.
+    for (var i0 = blk.t0; i0 < seq; i0 += ATT_SROWS) {
+        for (var i = lid; i < ATT_SROWS * ATT_S4; i += ATT_BLOCK) {
+            let qi = i0 + i / ATT_S4;
+            var qv = vec4<f32>(0.0);
+            var dov = vec4<f32>(0.0);
+            if (qi < seq) {
+                qv = attb_qkv4((tok0 + qi) * 3u * c + head, i % ATT_S4, hd);
+                dov = attb_dout4((tok0 + qi) * c + head, i % ATT_S4, hd);
+            }
+            att_tile_x[i] = qv;
+            att_tile_y[i] = dov;
+        }
+        if (lid < ATT_SROWS) {
+            let qi = min(i0 + lid, seq - 1u); // rows past the end are never used
+            att_tile_s[lid] = vec2<f32>(attb_lse[lse0 + qi], attb_delta[lse0 + qi]);
+        }
+        workgroupBarrier();
+        if (live && i0 + ATT_SROWS > j) {
+            let n = min(ATT_SROWS, seq - i0);
+            // Causal: only queries i >= j see key j.
+            for (var r = select(0u, j - i0, j > i0); r < n; r++) {
+                var s = 0.0;
+                var dp = 0.0;
+                for (var x = 0u; x < ATT_S4; x++) {
+                    s += dot(att_tile_x[r * ATT_S4 + x], k[x]);
+                    dp += dot(att_tile_y[r * ATT_S4 + x], v[x]);
+                }
+                let p = exp(s - att_tile_s[r].x);
+                let ds = p * (dp - att_tile_s[r].y);
+                for (var x = 0u; x < ATT_S4; x++) {
+                    dv[x] += p * att_tile_y[r * ATT_S4 + x];
+                    dk[x] += ds * att_tile_x[r * ATT_S4 + x];
+                }
+            }
+        }
+        workgroupBarrier();
+    }
+    if (!live) { return; }
+    let base = (tok0 + j) * 3u * c + head;
+    for (var x = 0u; x < ATT_S4; x++) {
+        attb_store4(base + c, x, hd, attb_p.scale * dk[x]);
+        attb_store4(base + 2u * c, x, hd, dv[x]);
+    }
+}
