@@ -4,6 +4,7 @@
 //! validates the whole file before touching the running model.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use safetensors::tensor::{Dtype, TensorView};
 use safetensors::SafeTensors;
@@ -12,8 +13,8 @@ use crate::config::SessionConfig;
 use crate::error::{KilnError, Result};
 use crate::gpu::Gpu;
 use crate::model::params::Layout;
+use crate::recovery::Snapshot;
 use crate::model::ModelConfig;
-use crate::rng::Rng;
 use crate::train::Session;
 
 const FORMAT: &str = "kiln-checkpoint-1";
@@ -69,14 +70,10 @@ impl Session {
     pub fn load_checkpoint(&mut self, bytes: &[u8]) -> Result<()> {
         let layout = Layout { entries: self.params.entries.clone(), decay_end: self.params.decay_end, total: self.params.total };
         let decoded = decode(bytes, Some((&self.cfg.model, &layout)))?;
-        // Everything checked: only now does the running model change.
-        let [weights, m, v] = &decoded.flat;
-        self.gpu.write(&self.params.weights, weights)?;
-        self.gpu.write(&self.params.m, m)?;
-        self.gpu.write(&self.params.v, v)?;
-        self.step = decoded.step;
-        self.rng = Rng::from_state(decoded.rng);
-        self.reset_metrics_cursor();
+        // Everything checked: only now does the running model change. The loaded state is also
+        // the latest snapshot, so a device lost before the next one resumes from here.
+        let Decoded { step, rng, flat, .. } = decoded;
+        self.restore(&Snapshot { step, rng, state: Arc::new(flat) })?;
         Ok(())
     }
 }

@@ -23,6 +23,8 @@ pub enum KilnError {
     Gpu(String),
     #[error("reading results back from the GPU failed: {0}")]
     Readback(String),
+    #[error("the GPU device was lost: {0}")]
+    DeviceLost(String),
     #[error("training diverged: {0}")]
     Diverged(String),
 }

@@ -68,6 +68,8 @@ pub struct Gpu {
     grid_limit: AtomicU32,
     /// Errors wgpu reported outside an error scope (it would otherwise panic natively).
     uncaptured: Arc<Mutex<Vec<String>>>,
+    /// Why the device was lost, once it has been (driver reset, `destroy()`, browser reclaim).
+    lost: Arc<Mutex<Option<String>>>,
     /// Storage buffers alive (see `live.rs`).
     live: Arc<LiveCounters>,
     /// The shared scratch buffer (see `scratch`).
@@ -100,6 +102,15 @@ impl Gpu {
         device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
             sink.lock().map(|mut v| v.push(e.to_string())).ok();
         }));
+        let lost = Arc::new(Mutex::new(None));
+        let lost_sink = lost.clone();
+        device.set_device_lost_callback(move |reason, message| {
+            let why = match reason {
+                wgpu::DeviceLostReason::Destroyed => "the device was destroyed".to_string(),
+                wgpu::DeviceLostReason::Unknown => format!("the GPU driver or browser dropped the device ({message})"),
+            };
+            lost_sink.lock().map(|mut l| *l = Some(why)).ok();
+        });
         let modules = compile_families(&device).await?;
         Ok(Gpu {
             device,
@@ -110,6 +121,7 @@ impl Gpu {
             pipelines: Mutex::new(HashMap::new()),
             grid_limit: AtomicU32::new(65_535),
             uncaptured,
+            lost,
             live: Arc::new(LiveCounters::default()),
             scratch: Mutex::new(None),
         })
@@ -322,7 +334,19 @@ impl Gpu {
         self.check_errors()
     }
 
-    /// Fails with the first error wgpu reported outside an error scope since the last check.
+    /// Why the device was lost, if it has been. Natively the loss is noticed when the device is
+    /// polled, so this polls (without waiting) first; in the browser `device.lost` resolves
+    /// on its own.
+    pub fn lost(&self) -> Option<String> {
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            self.device.poll(wgpu::PollType::Poll).ok();
+        }
+        self.lost.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Fails with the first error wgpu reported outside an error scope since the last check;
+    /// `DeviceLost` when the device is gone (every later call would fail the same way).
     pub fn check_errors(&self) -> Result<()> {
         let first = {
             let mut errors = self.uncaptured.lock().unwrap_or_else(|p| p.into_inner());
@@ -332,9 +356,18 @@ impl Gpu {
         };
         match first {
             None => Ok(()),
-            Some(e) if e.to_lowercase().contains("out of memory") => Err(KilnError::OutOfMemory(e)),
-            Some(e) => Err(KilnError::Gpu(e)),
+            Some(e) => match self.lost() {
+                Some(why) => Err(KilnError::DeviceLost(why)),
+                None => Err(classify(e)),
+            },
         }
+    }
+}
+
+fn classify(e: String) -> KilnError {
+    match e {
+        e if e.to_lowercase().contains("out of memory") => KilnError::OutOfMemory(e),
+        e => KilnError::Gpu(e),
     }
 }
 

@@ -15,6 +15,7 @@ pub mod model;
 pub mod optim;
 pub mod presets;
 pub mod readback;
+pub mod recovery;
 pub mod rng;
 mod shader_modules;
 pub mod share;

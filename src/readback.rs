@@ -31,8 +31,10 @@ impl Gpu {
             tx.send(r).ok();
         });
         self.wait_native();
-        let mapped = rx.await.map_err(|_| KilnError::Readback("the device dropped the request".into()))?;
-        mapped.map_err(|e| KilnError::Readback(e.to_string()))?;
+        // A failed map is an error (never zeros): `DeviceLost` when that is why.
+        let failed = |why: String| self.lost().map_or(KilnError::Readback(why), KilnError::DeviceLost);
+        let mapped = rx.await.map_err(|_| failed("the device dropped the request".into()))?;
+        mapped.map_err(|e| failed(e.to_string()))?;
         self.check_errors()?;
         let bytes = staging
             .get_mapped_range(..)

@@ -16,6 +16,7 @@ use crate::kernels::optimizer::UniformOp;
 use crate::model::params::ParamStore;
 use crate::model::{ModelConfig, Net};
 use crate::optim::Optimizer;
+use crate::recovery::Snapshots;
 use crate::rng::Rng;
 use crate::tensor::Tensor;
 
@@ -65,6 +66,8 @@ pub struct Session {
     /// Steps whose update the NaN guard skipped: in all, and in a row up to the last read.
     pub skipped_steps: u64,
     skipped_in_a_row: u64,
+    /// In-memory snapshots of the whole state, for recovery from device loss.
+    pub snapshots: Snapshots,
 }
 
 impl Session {
@@ -105,7 +108,8 @@ impl Session {
         let record = record_metrics(&gpu, &buffers, tensors, 0)?;
         let rng = Rng::new(cfg.seed ^ 2);
         let last_ratios = vec![0.0; tensors];
-        Ok(Session { gpu, cfg, params, data, net, loss_ops, optimizer, targets, metrics, prev_weights, record, last_ratios, rng, step: 0, read_up_to: 0, skipped_steps: 0, skipped_in_a_row: 0 })
+        let snapshots = Snapshots::new(&gpu, &params);
+        Ok(Session { gpu, cfg, params, data, net, loss_ops, optimizer, targets, metrics, prev_weights, record, last_ratios, rng, step: 0, read_up_to: 0, skipped_steps: 0, skipped_in_a_row: 0, snapshots })
     }
 
     pub fn step_count(&self) -> u64 {
@@ -124,8 +128,12 @@ impl Session {
         ops.chain(self.optimizer.ops()).chain([&self.record.op]).collect()
     }
 
-    /// Runs `n` training steps on sampled batches without waiting for the GPU.
+    /// Runs `n` training steps on sampled batches without waiting for the GPU. Fails with
+    /// `DeviceLost` once the device is gone (then `recover` carries on).
     pub fn train(&mut self, n: u64) -> Result<()> {
+        if let Some(why) = self.gpu.lost() {
+            return Err(KilnError::DeviceLost(why));
+        }
         for _ in 0..n {
             let micro = self.cfg.optimizer.accumulation as usize;
             let batches: Vec<Batch> = (0..micro).map(|_| self.data.sample(&mut self.rng, self.cfg.batch, false)).collect();
@@ -167,6 +175,7 @@ impl Session {
             self.gpu.queue.submit([encoder.finish()]);
         }
         self.step = t;
+        self.snapshots.capture(&self.gpu, &self.params, t, &self.rng);
         self.gpu.check_errors()
     }
 

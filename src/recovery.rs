@@ -1,0 +1,200 @@
+//! Device-loss recovery. Every `every` steps a session copies its whole state (weights and the
+//! optimizer's m and v) into mappable buffers, in the same queue as training, and maps them
+//! without waiting: the copy reaches the CPU when the GPU gets there, so training does not stall
+//! for it. When the device is lost (driver reset, `destroy()`, the browser reclaiming it),
+//! `Session::recover` acquires a new device, rebuilds the run from its config and uploads the
+//! latest snapshot. At most `every` steps are redone, and because data sampling and every kernel
+//! are deterministic, the redone steps are the very same steps.
+
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+
+use crate::error::Result;
+use crate::gpu::Gpu;
+use crate::model::params::ParamStore;
+use crate::rng::Rng;
+use crate::train::Session;
+
+/// Steps between two snapshots unless the session is told otherwise.
+pub const DEFAULT_SNAPSHOT_EVERY: u64 = 100;
+
+/// A run's whole state at the end of `step`, on the CPU.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub step: u64,
+    /// The data sampler's state after `step`'s batches were drawn.
+    pub rng: u64,
+    /// Weights, optimizer m, optimizer v: each (P) in the flat parameter layout.
+    pub state: Arc<[Vec<f32>; 3]>,
+}
+
+/// A copy on its way from the GPU: the parts mapped so far.
+struct InFlight {
+    step: u64,
+    rng: u64,
+    generation: u64,
+    parts: [Option<Vec<f32>>; 3],
+    failed: bool,
+}
+
+/// What the map callbacks share with the session.
+#[derive(Default)]
+struct Shared {
+    latest: Option<Snapshot>,
+    /// Bumped by `set_latest` (a checkpoint load, a recovery) so that copies of the state
+    /// before it, still in flight, never replace it.
+    generation: u64,
+    in_flight: [Option<InFlight>; 2],
+}
+
+pub struct Snapshots {
+    every: u64,
+    /// Two sets of (P) f32 each, MAP_READ | COPY_DST: weights, m, v. Two, so a copy can start
+    /// while the previous one still waits for the browser to map it.
+    staging: [[wgpu::Buffer; 3]; 2],
+    next: usize,
+    shared: Arc<Mutex<Shared>>,
+}
+
+/// What `recover` did: why the device went, the step training had reached, and the step it
+/// resumes from (the latest snapshot's).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Recovered {
+    pub reason: String,
+    pub lost_at: u64,
+    pub resumed_at: u64,
+}
+
+impl Snapshots {
+    pub fn new(gpu: &Gpu, params: &ParamStore) -> Snapshots {
+        let set = || {
+            ["weights", "optimizer m", "optimizer v"].map(|name| {
+                gpu.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some(name),
+                    size: params.weights.bytes(),
+                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                })
+            })
+        };
+        Snapshots { every: DEFAULT_SNAPSHOT_EVERY, staging: [set(), set()], next: 0, shared: Arc::default() }
+    }
+
+    pub fn every(&self) -> u64 {
+        self.every
+    }
+
+    /// Snapshot every `every` steps; 0 turns snapshots off.
+    pub fn set_every(&mut self, every: u64) {
+        self.every = every;
+    }
+
+    /// The latest complete snapshot, if one has reached the CPU.
+    pub fn latest(&self) -> Option<Snapshot> {
+        self.lock().latest.clone()
+    }
+
+    /// Makes `snapshot` the latest; copies still in flight from before are dropped when they land.
+    pub fn set_latest(&self, snapshot: Snapshot) {
+        let mut shared = self.lock();
+        shared.generation += 1;
+        shared.latest = Some(snapshot);
+    }
+
+    /// After `step` has been submitted: when a snapshot is due, copies the state out and maps
+    /// it. A copy lands when the device is next polled (natively) or the event loop runs (in
+    /// the browser): any metrics read lands it. When both staging sets are still busy, natively
+    /// this waits for the GPU; the browser cannot wait, so there that snapshot is skipped.
+    pub fn capture(&mut self, gpu: &Gpu, params: &ParamStore, step: u64, rng: &Rng) {
+        if self.every == 0 || step % self.every != 0 {
+            return;
+        }
+        let set = self.next;
+        if self.lock().in_flight[set].is_some() {
+            #[cfg(not(target_arch = "wasm32"))]
+            {
+                gpu.device.poll(wgpu::PollType::wait_indefinitely()).ok();
+            }
+            if self.lock().in_flight[set].is_some() {
+                return;
+            }
+        }
+        self.next = 1 - set;
+        let mut encoder = gpu.device.create_command_encoder(&Default::default());
+        for (t, staging) in [&params.weights, &params.m, &params.v].into_iter().zip(&self.staging[set]) {
+            encoder.copy_buffer_to_buffer(t.buffer(), t.offset(), staging, 0, t.bytes());
+        }
+        gpu.queue.submit([encoder.finish()]);
+        {
+            let mut shared = self.lock();
+            let generation = shared.generation;
+            shared.in_flight[set] = Some(InFlight { step, rng: rng.state(), generation, parts: [None, None, None], failed: false });
+        }
+        for (part, staging) in self.staging[set].iter().enumerate() {
+            let (buffer, shared) = (staging.clone(), self.shared.clone());
+            staging.map_async(wgpu::MapMode::Read, .., move |mapped| {
+                let words = mapped.ok().and_then(|_| {
+                    let words = buffer.get_mapped_range(..).ok().map(|b| bytemuck::cast_slice::<u8, f32>(&b).to_vec());
+                    buffer.unmap();
+                    words
+                });
+                land(&mut shared.lock().unwrap_or_else(|p| p.into_inner()), set, part, words);
+            });
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Shared> {
+        self.shared.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// One mapped part of staging set `set` arrived (None: its map failed). The last part makes the
+/// copy the latest snapshot, unless a part failed (a device lost mid-copy), the state was
+/// replaced since (a checkpoint load), or a newer snapshot already landed.
+fn land(shared: &mut Shared, set: usize, part: usize, words: Option<Vec<f32>>) {
+    let Some(copy) = shared.in_flight[set].as_mut() else { return };
+    copy.failed |= words.is_none();
+    copy.parts[part] = words.or(Some(vec![]));
+    if copy.parts.iter().any(Option::is_none) {
+        return;
+    }
+    let Some(done) = shared.in_flight[set].take() else { return };
+    let newer = shared.latest.as_ref().is_some_and(|l| l.step >= done.step);
+    if !done.failed && done.generation == shared.generation && !newer {
+        let [w, m, v] = done.parts.map(Option::unwrap_or_default);
+        shared.latest = Some(Snapshot { step: done.step, rng: done.rng, state: Arc::new([w, m, v]) });
+    }
+}
+
+impl Session {
+    /// Rebuilds this run on a newly acquired device from the latest snapshot (or from its
+    /// seeded start when none has landed yet), after the device was lost. Metrics restart at
+    /// the snapshot's step; steps after it are trained again, identically.
+    pub async fn recover(&mut self) -> Result<Recovered> {
+        let reason = self.gpu.lost().unwrap_or_else(|| "recovery was asked for; the device was not lost".into());
+        let latest = self.snapshots.latest();
+        let mut fresh = Session::with_gpu(Gpu::new().await?, self.cfg.clone())?;
+        fresh.snapshots.set_every(self.snapshots.every());
+        if let Some(snapshot) = latest {
+            fresh.restore(&snapshot)?;
+        }
+        fresh.skipped_steps = self.skipped_steps;
+        let report = Recovered { reason, lost_at: self.step, resumed_at: fresh.step };
+        *self = fresh;
+        Ok(report)
+    }
+
+    /// Uploads a snapshot's state and continues from its step.
+    pub(crate) fn restore(&mut self, snapshot: &Snapshot) -> Result<()> {
+        let [w, m, v] = &*snapshot.state;
+        self.gpu.write(&self.params.weights, w)?;
+        self.gpu.write(&self.params.m, m)?;
+        self.gpu.write(&self.params.v, v)?;
+        self.step = snapshot.step;
+        self.rng = Rng::from_state(snapshot.rng);
+        self.reset_metrics_cursor();
+        self.snapshots.set_latest(snapshot.clone());
+        Ok(())
+    }
+}
