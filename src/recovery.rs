@@ -1,10 +1,15 @@
 //! Device-loss recovery. Every `every` steps a session copies its whole state (weights and the
-//! optimizer's m and v) into mappable buffers, in the same queue as training, and maps them
-//! without waiting: the copy reaches the CPU when the GPU gets there, so training does not stall
-//! for it. When the device is lost (driver reset, `destroy()`, the browser reclaiming it),
+//! optimizer's m and v) into mappable buffers, in the same queue as training, and maps them.
+//! When the device is lost (driver reset, `destroy()`, the browser reclaiming it),
 //! `Session::recover` acquires a new device, rebuilds the run from its config and uploads the
-//! latest snapshot. At most `every` steps are redone, and because data sampling and every kernel
-//! are deterministic, the redone steps are the very same steps.
+//! latest snapshot; because data sampling and every kernel are deterministic, the redone steps
+//! are the very same steps.
+//!
+//! When a snapshot reaches the CPU differs by platform. Natively the copy is waited for at once
+//! (one short pipeline drain every `every` steps), so at most `every` steps are ever redone.
+//! The browser cannot block: there the snapshot is taken when metrics are read (at most once
+//! per `every` steps) and lands during that read, so at most `every` steps plus the steps since
+//! the last read are redone (the page reads after every ~150 ms chunk).
 
 use std::sync::{Arc, Mutex};
 
@@ -42,18 +47,18 @@ struct InFlight {
 #[derive(Default)]
 struct Shared {
     latest: Option<Snapshot>,
-    /// Bumped by `set_latest` (a checkpoint load, a recovery) so that copies of the state
-    /// before it, still in flight, never replace it.
+    /// Bumped by `set_latest` (a checkpoint load, a recovery) so that a copy of the state
+    /// before it, still in flight, never replaces it.
     generation: u64,
-    in_flight: [Option<InFlight>; 2],
+    in_flight: Option<InFlight>,
 }
 
 pub struct Snapshots {
     every: u64,
-    /// Two sets of (P) f32 each, MAP_READ | COPY_DST: weights, m, v. Two, so a copy can start
-    /// while the previous one still waits for the browser to map it.
-    staging: [[wgpu::Buffer; 3]; 2],
-    next: usize,
+    /// (P) f32 each, MAP_READ | COPY_DST: weights, m, v on their way to the CPU.
+    staging: [wgpu::Buffer; 3],
+    /// The step of the last copy started (or restored).
+    last: u64,
     shared: Arc<Mutex<Shared>>,
 }
 
@@ -68,17 +73,15 @@ pub struct Recovered {
 
 impl Snapshots {
     pub fn new(gpu: &Gpu, params: &ParamStore) -> Snapshots {
-        let set = || {
-            ["weights", "optimizer m", "optimizer v"].map(|name| {
-                gpu.device.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some(name),
-                    size: params.weights.bytes(),
-                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                    mapped_at_creation: false,
-                })
+        let staging = ["weights", "optimizer m", "optimizer v"].map(|name| {
+            gpu.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(name),
+                size: params.weights.bytes(),
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
             })
-        };
-        Snapshots { every: DEFAULT_SNAPSHOT_EVERY, staging: [set(), set()], next: 0, shared: Arc::default() }
+        });
+        Snapshots { every: DEFAULT_SNAPSHOT_EVERY, staging, last: 0, shared: Arc::default() }
     }
 
     pub fn every(&self) -> u64 {
@@ -95,43 +98,50 @@ impl Snapshots {
         self.lock().latest.clone()
     }
 
-    /// Makes `snapshot` the latest; copies still in flight from before are dropped when they land.
-    pub fn set_latest(&self, snapshot: Snapshot) {
+    /// Makes `snapshot` the latest; a copy still in flight from before is dropped when it lands.
+    pub fn set_latest(&mut self, snapshot: Snapshot) {
+        self.last = snapshot.step;
         let mut shared = self.lock();
         shared.generation += 1;
         shared.latest = Some(snapshot);
     }
 
-    /// After `step` has been submitted: when a snapshot is due, copies the state out and maps
-    /// it. A copy lands when the device is next polled (natively) or the event loop runs (in
-    /// the browser): any metrics read lands it. When both staging sets are still busy, natively
-    /// this waits for the GPU; the browser cannot wait, so there that snapshot is skipped.
-    pub fn capture(&mut self, gpu: &Gpu, params: &ParamStore, step: u64, rng: &Rng) {
-        if self.every == 0 || step % self.every != 0 {
-            return;
-        }
-        let set = self.next;
-        if self.lock().in_flight[set].is_some() {
+    /// Natively, called after each step: at every `every`-th step, copies the state out and
+    /// waits for it.
+    pub fn after_step(&mut self, gpu: &Gpu, params: &ParamStore, step: u64, rng: &Rng) {
+        if cfg!(not(target_arch = "wasm32")) && self.every > 0 && step % self.every == 0 {
+            self.capture(gpu, params, step, rng);
             #[cfg(not(target_arch = "wasm32"))]
-            {
-                gpu.device.poll(wgpu::PollType::wait_indefinitely()).ok();
-            }
-            if self.lock().in_flight[set].is_some() {
+            gpu.device.poll(wgpu::PollType::wait_indefinitely()).ok();
+        }
+    }
+
+    /// In the browser, called by each metrics read before it waits: when `every` steps have
+    /// passed since the last snapshot, starts one, which lands while the read waits.
+    pub fn before_read(&mut self, gpu: &Gpu, params: &ParamStore, step: u64, rng: &Rng) {
+        if cfg!(target_arch = "wasm32") && self.every > 0 && step >= self.last + self.every {
+            self.capture(gpu, params, step, rng);
+        }
+    }
+
+    /// Copies the state into the staging buffers and maps them; the callbacks make it the
+    /// latest snapshot. Skipped while the previous copy is still in flight.
+    fn capture(&mut self, gpu: &Gpu, params: &ParamStore, step: u64, rng: &Rng) {
+        {
+            let mut shared = self.lock();
+            if shared.in_flight.is_some() {
                 return;
             }
+            let generation = shared.generation;
+            shared.in_flight = Some(InFlight { step, rng: rng.state(), generation, parts: [None, None, None], failed: false });
         }
-        self.next = 1 - set;
+        self.last = step;
         let mut encoder = gpu.device.create_command_encoder(&Default::default());
-        for (t, staging) in [&params.weights, &params.m, &params.v].into_iter().zip(&self.staging[set]) {
+        for (t, staging) in [&params.weights, &params.m, &params.v].into_iter().zip(&self.staging) {
             encoder.copy_buffer_to_buffer(t.buffer(), t.offset(), staging, 0, t.bytes());
         }
         gpu.queue.submit([encoder.finish()]);
-        {
-            let mut shared = self.lock();
-            let generation = shared.generation;
-            shared.in_flight[set] = Some(InFlight { step, rng: rng.state(), generation, parts: [None, None, None], failed: false });
-        }
-        for (part, staging) in self.staging[set].iter().enumerate() {
+        for (part, staging) in self.staging.iter().enumerate() {
             let (buffer, shared) = (staging.clone(), self.shared.clone());
             staging.map_async(wgpu::MapMode::Read, .., move |mapped| {
                 let words = mapped.ok().and_then(|_| {
@@ -139,7 +149,7 @@ impl Snapshots {
                     buffer.unmap();
                     words
                 });
-                land(&mut shared.lock().unwrap_or_else(|p| p.into_inner()), set, part, words);
+                land(&mut shared.lock().unwrap_or_else(|p| p.into_inner()), part, words);
             });
         }
     }
@@ -149,19 +159,18 @@ impl Snapshots {
     }
 }
 
-/// One mapped part of staging set `set` arrived (None: its map failed). The last part makes the
-/// copy the latest snapshot, unless a part failed (a device lost mid-copy), the state was
-/// replaced since (a checkpoint load), or a newer snapshot already landed.
-fn land(shared: &mut Shared, set: usize, part: usize, words: Option<Vec<f32>>) {
-    let Some(copy) = shared.in_flight[set].as_mut() else { return };
+/// One mapped part arrived (None: its map failed). The last part makes the copy the latest
+/// snapshot, unless a part failed (a device lost mid-copy) or the state was replaced since (a
+/// checkpoint load, a recovery).
+fn land(shared: &mut Shared, part: usize, words: Option<Vec<f32>>) {
+    let Some(copy) = shared.in_flight.as_mut() else { return };
     copy.failed |= words.is_none();
     copy.parts[part] = words.or(Some(vec![]));
     if copy.parts.iter().any(Option::is_none) {
         return;
     }
-    let Some(done) = shared.in_flight[set].take() else { return };
-    let newer = shared.latest.as_ref().is_some_and(|l| l.step >= done.step);
-    if !done.failed && done.generation == shared.generation && !newer {
+    let Some(done) = shared.in_flight.take() else { return };
+    if !done.failed && done.generation == shared.generation {
         let [w, m, v] = done.parts.map(Option::unwrap_or_default);
         shared.latest = Some(Snapshot { step: done.step, rng: done.rng, state: Arc::new([w, m, v]) });
     }

@@ -175,7 +175,7 @@ impl Session {
             self.gpu.queue.submit([encoder.finish()]);
         }
         self.step = t;
-        self.snapshots.capture(&self.gpu, &self.params, t, &self.rng);
+        self.snapshots.after_step(&self.gpu, &self.params, t, &self.rng);
         self.gpu.check_errors()
     }
 
@@ -201,6 +201,7 @@ impl Session {
 
     /// Loss and gradient norm of every step since the last call (at most METRIC_SLOTS).
     pub async fn read_metrics(&mut self) -> Result<Vec<StepMetrics>> {
+        self.snapshots.before_read(&self.gpu, &self.params, self.step, &self.rng);
         let ring = self.gpu.read_f32(&self.metrics).await?;
         let stride = 2 + self.params.entries.len();
         let first = self.read_up_to.max(self.step.saturating_sub(METRIC_SLOTS as u64)) + 1;
