@@ -195,9 +195,24 @@ export interface Throughput {
 /** The steps of one chunk, with the chunk's throughput. */
 export type MetricsEvent = StepMetrics[] & Throughput;
 
+/**
+ * The GPU device was lost (driver reset, the browser reclaiming it) and the run was rebuilt on
+ * a new device from its latest in-memory snapshot. Steps after `resumedAt` are trained again,
+ * identically (the metrics of those steps arrive again with the same values).
+ */
+export interface Recovery {
+  /** Why the device was lost. */
+  reason: string;
+  /** The step training had reached. */
+  lostAt: number;
+  /** The snapshot's step, where training continues. */
+  resumedAt: number;
+}
+
 export interface KilnEvents {
   metrics: (metrics: MetricsEvent, throughput: Throughput) => void;
   error: (error: Error) => void;
+  recovered: (recovery: Recovery) => void;
 }
 
 export interface TrainOptions {
@@ -339,6 +354,14 @@ export declare class Kiln {
   generate(prompt: string, options?: GenerateOptions): Promise<string>;
   /** A safetensors checkpoint (weights, optimizer state, config, step, sampler state). */
   save(): Promise<Uint8Array>;
+  /**
+   * Snapshot the whole state in memory, for recovery from device loss, at most every `steps`
+   * steps (0..=1e9; 0 turns snapshots off; default 100). In the browser a snapshot is taken
+   * when metrics are read, so at most `steps` plus one chunk of steps are trained again.
+   */
+  setSnapshotEvery(steps: number): Promise<void>;
+  /** Destroys the GPU device under the run, as a driver reset would: for testing recovery. */
+  simulateDeviceLoss(): Promise<void>;
   /** Restores a checkpoint of the same model; on error the run is unchanged. */
   load(bytes: Uint8Array | ArrayBuffer | ArrayBufferView): Promise<void>;
   /** The training data (cached at create time). */

@@ -7,45 +7,13 @@
 // "recursive use of an object" error.
 
 import initWasm, * as bindings from './kiln_wasm.js';
+import { invalid, asError, checkKeys, checkInt, checkNumber, configJson, checkpointBytes } from './args.js';
 
 const DISPOSED = 'this Kiln run was disposed';
 const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof window === 'undefined';
 
 let ready = null; // Promise<void> of the one initialization
 let initialized = false; // set once the wasm module has started
-
-function invalid(field, message) {
-  return new Error(`invalid \`${field}\`: ${message}`);
-}
-
-/** Errors from wasm are `Error`s already; anything else (a string, a DOMException) becomes one. */
-function asError(e) {
-  if (e instanceof Error) return e;
-  return new Error(typeof e === 'string' ? e : String(e?.message ?? e));
-}
-
-function checkKeys(options, allowed, what) {
-  if (options === undefined || options === null) return {};
-  if (typeof options !== 'object' || Array.isArray(options)) {
-    throw invalid(what, `expected an options object, got ${Array.isArray(options) ? 'an array' : typeof options}`);
-  }
-  for (const key of Object.keys(options)) {
-    if (!allowed.includes(key)) throw invalid(key, `unknown option of ${what}; allowed: ${allowed.join(', ')}`);
-  }
-  return options;
-}
-
-function checkInt(value, field, lo, hi) {
-  if (!Number.isInteger(value) || value < lo || value > hi) {
-    throw invalid(field, `must be an integer in ${lo}..=${hi}, got ${typeof value === 'string' ? JSON.stringify(value) : value}`);
-  }
-  return value;
-}
-
-function checkNumber(value, field) {
-  if (typeof value !== 'number' || !Number.isFinite(value)) throw invalid(field, `must be a finite number, got ${value}`);
-  return value;
-}
 
 /** Makes an injected GPU (Node's `webgpu` package) visible where wgpu looks: navigator.gpu in a Window. */
 function installGpu(gpu) {
@@ -121,18 +89,6 @@ export function preset(name) {
   return JSON.parse(wasm().presetJson(name));
 }
 
-function configJson(config) {
-  if (typeof config === 'string') return config;
-  if (config === null || typeof config !== 'object' || Array.isArray(config)) {
-    throw invalid('config', `expected a SessionConfig object, got ${config === null ? 'null' : Array.isArray(config) ? 'an array' : typeof config}`);
-  }
-  try {
-    return JSON.stringify(config);
-  } catch (e) {
-    throw invalid('config', `cannot be serialized to JSON: ${asError(e).message}`);
-  }
-}
-
 /** Throws an Error naming the field when `config` is not a valid SessionConfig. Needs `await init()`. */
 export function validateConfig(config) {
   wasm().validateConfig(configJson(config));
@@ -157,13 +113,6 @@ export async function adapterInfo() {
   }
 }
 
-function checkpointBytes(bytes) {
-  if (bytes instanceof Uint8Array) return bytes;
-  if (bytes instanceof ArrayBuffer) return new Uint8Array(bytes);
-  if (ArrayBuffer.isView(bytes)) return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  throw invalid('checkpoint', 'expected a Uint8Array or ArrayBuffer of a saved checkpoint');
-}
-
 function toMetrics(flat) {
   const out = [];
   for (let i = 0; i + 2 < flat.length; i += 3) out.push({ step: flat[i], loss: flat[i + 1], gradNorm: flat[i + 2] });
@@ -173,7 +122,7 @@ function toMetrics(flat) {
 const now = () => (typeof performance !== 'undefined' ? performance.now() : Date.now());
 const yieldToEventLoop = () => new Promise((resolve) => setTimeout(resolve, 0));
 const TOKEN = Symbol('kiln');
-const EVENTS = ['metrics', 'error'];
+const EVENTS = ['metrics', 'error', 'recovered'];
 
 export class Kiln {
   #session;
@@ -182,7 +131,7 @@ export class Kiln {
   #freed = false;
   #training = false;
   #pauseRequested = false;
-  #listeners = { metrics: new Set(), error: new Set() };
+  #listeners = { metrics: new Set(), error: new Set(), recovered: new Set() };
   #layout;
   #dataset;
   #slots;
@@ -224,11 +173,20 @@ export class Kiln {
     return new Kiln(TOKEN, session);
   }
 
-  /** Runs `fn(session)` after every call queued before it; rejects once the run is disposed. */
+  /**
+   * Runs `fn(session)` after every call queued before it; rejects once the run is disposed.
+   * When the GPU device turns out to be lost, the run is rebuilt on a new device from its
+   * latest snapshot ('recovered' event) and `fn` runs once more there.
+   */
   #enqueue(fn) {
     if (this.#disposed) return Promise.reject(new Error(DISPOSED));
     const result = this.#queue.then(async () => {
       if (this.#freed) throw new Error(DISPOSED);
+      try {
+        return await fn(this.#session);
+      } catch (e) {
+        if (!(await this.#recoverIfLost(asError(e)))) throw asError(e);
+      }
       try {
         return await fn(this.#session);
       } catch (e) {
@@ -239,7 +197,34 @@ export class Kiln {
     return result;
   }
 
-  /** Subscribes to 'metrics' or 'error'; returns a function that unsubscribes. */
+  /** After a failed call: when the device is lost, rebuilds the run and says so; false otherwise. */
+  async #recoverIfLost(error) {
+    const s = this.#session;
+    if (error.message.startsWith('invalid `') || !s) return false; // bad input, not the GPU
+    // The browser reports a loss through a promise that may settle a task after the failure.
+    let reason = s.deviceLost();
+    for (let i = 0; i < 5 && reason === undefined; i++) {
+      await new Promise((r) => setTimeout(r, 10));
+      reason = s.deviceLost();
+    }
+    if (reason === undefined || this.#freed) return false;
+    const r = JSON.parse(await s.recover());
+    this.#emit('recovered', { reason: r.reason, lostAt: r.lost_at, resumedAt: r.resumed_at });
+    return true;
+  }
+
+  /** Snapshot the state for recovery from device loss at most every `steps` steps (0: never; default 100). */
+  setSnapshotEvery(steps) {
+    const n = checkInt(steps, 'steps', 0, 1e9);
+    return this.#enqueue(async (s) => s.setSnapshotEvery(n));
+  }
+
+  /** Destroys the GPU device under the run, as a driver reset would: for testing recovery. */
+  simulateDeviceLoss() {
+    return this.#enqueue(async (s) => s.destroy());
+  }
+
+  /** Subscribes to 'metrics', 'error' or 'recovered'; returns a function that unsubscribes. */
   on(event, callback) {
     if (!EVENTS.includes(event)) throw invalid('event', `must be one of ${EVENTS.join(', ')}, got ${JSON.stringify(event)}`);
     if (typeof callback !== 'function') throw invalid('callback', 'must be a function');

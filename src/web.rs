@@ -273,7 +273,27 @@ impl WebSession {
         Ok(())
     }
 
-    /// Releases the GPU device now rather than when the garbage collector gets to it.
+    /// Why the device was lost, or undefined while it is fine.
+    #[wasm_bindgen(js_name = deviceLost)]
+    pub fn device_lost(&self) -> Option<String> {
+        self.session.gpu.lost()
+    }
+
+    /// Rebuilds the run on a new device from the latest in-memory snapshot:
+    /// `{reason, lost_at, resumed_at}` as JSON.
+    pub async fn recover(&mut self) -> Result<String, JsValue> {
+        let report = self.session.recover().await.map_err(js_error)?;
+        json(&report)
+    }
+
+    /// Snapshot the state for recovery at most every `steps` steps (0: never).
+    #[wasm_bindgen(js_name = setSnapshotEvery)]
+    pub fn set_snapshot_every(&mut self, steps: u32) {
+        self.session.snapshots.set_every(steps as u64);
+    }
+
+    /// Releases the GPU device now rather than when the garbage collector gets to it (also how
+    /// tests simulate a lost device).
     pub fn destroy(&self) {
         self.session.gpu.device.destroy();
     }

@@ -24,15 +24,19 @@ const state = {
   lastSample: '',
   lastSampleStep: -1,
   errors: [],
+  recoveries: [],
 };
-// Read-only view for the end-to-end tests and curious users (devtools: kilnPage.summary()).
+// A view for the end-to-end tests and curious users (devtools: kilnPage.summary()), and a way
+// to see device-loss recovery at work (kilnPage.loseDevice()).
 window.kilnPage = {
+  loseDevice: () => send({ type: 'lose-device' }),
   summary: () => ({
     ready: state.ready, playing: state.playing, step: state.step, info: state.info,
     loss: loss.summary(), trainLoss: loss.cols[1].filter((v) => v != null),
     samples: state.samples, lastSample: state.lastSample, lastSampleStep: state.lastSampleStep,
     heatmaps: heat.tiles.size, hasGrid: !!plot.grid, error: $('config-error').hidden ? null : $('config-error').textContent,
     linkError: $('link-error').hidden ? null : $('link-error').textContent,
+    recoveries: state.recoveries, gpuNotice: $('gpu-notice').hidden ? null : $('gpu-notice').textContent,
   }),
 };
 
@@ -215,9 +219,20 @@ worker.onmessage = (e) => {
       showError('');
       setStatus(`Checkpoint loaded at step ${m.step} — press Play to continue.`, 'ok');
       break;
+    case 'recovered': onRecovered(m); break;
     case 'error': onWorkerError(m); break;
   }
 };
+
+/** The GPU device was lost and the worker rebuilt the run from its latest snapshot. */
+function onRecovered({ reason, lostAt, resumedAt }) {
+  state.recoveries.push({ reason, lostAt, resumedAt });
+  const redone = lostAt - resumedAt;
+  const el = $('gpu-notice');
+  el.textContent = `The GPU device was lost (${reason}). Kiln rebuilt the run on a new device from its snapshot at step ${resumedAt}`
+    + (redone ? `; the ${redone} step${redone === 1 ? '' : 's'} after it were trained again, identically.` : '; nothing was lost.');
+  el.hidden = false;
+}
 worker.onerror = (e) => {
   e.preventDefault?.();
   showNoGpu(`The training worker failed to start (${e.message || 'module worker error'}). Kiln needs a browser with module workers and WebGPU.`);

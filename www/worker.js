@@ -6,7 +6,8 @@
 //   temperature} | sample | save | load {bytes}
 // Worker → page: ready {presets, adapter} | nogpu {message} | created {info, dataset, config}
 //   | error {op, message} | state {playing} | metrics {points, rates} | snapshot {…} | sample
-//   {step, text} | saved {bytes} | loaded {step}
+//   {step, text} | saved {bytes} | loaded {step} | recovered {reason, lostAt, resumedAt}
+// (`lose-device` destroys the GPU device, as a driver reset would: for testing recovery.)
 
 import { init, Kiln, presets, preset, adapterInfo } from './kiln.js';
 
@@ -74,6 +75,10 @@ async function create(config, play, origin = 'form') {
       if (gen !== generation || !points.length) return;
       step = Math.max(step, points[points.length - 1].step);
       post({ type: 'metrics', points, rates });
+    });
+    // A lost device is rebuilt from the latest snapshot inside kiln.js; the page says so.
+    run.on('recovered', (r) => {
+      if (gen === generation) post({ type: 'recovered', ...r });
     });
     post({ type: 'created', info: run.info, dataset: datasetOf(run), config, origin });
   });
@@ -260,6 +265,7 @@ self.onmessage = (e) => {
     case 'sample': if (run && isLlama()) exclusive(() => sample(generation)); break;
     case 'save': save(); break;
     case 'load': load(m.bytes); break;
+    case 'lose-device': run?.simulateDeviceLoss(); break;
     default: post({ type: 'error', op: 'protocol', message: `unknown message ${String(m.type).slice(0, 40)}` });
   }
 };

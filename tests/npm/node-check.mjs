@@ -164,6 +164,35 @@ await check('save, load and fromCheckpoint restore the run exactly', async () =>
   await copy.dispose();
 });
 
+await check('a lost device is recovered from the snapshot and training continues identically', async () => {
+  const small = { ...preset('mlp-spiral'), batch: 16 };
+  const steps = (ms) => ms.map((m) => [m.step, m.loss, m.gradNorm]);
+  const reference = await Kiln.create(small);
+  const seen = [];
+  reference.on('metrics', (ms) => seen.push(...steps(ms)));
+  await reference.train({ steps: 30, readEvery: 10 });
+  await reference.dispose();
+
+  const r = await Kiln.create(small);
+  await r.setSnapshotEvery(10);
+  const after = [];
+  const recoveries = [];
+  r.on('recovered', (x) => recoveries.push(x));
+  r.on('metrics', (ms) => after.push(...steps(ms)));
+  await r.train({ steps: 20, readEvery: 10 }); // a snapshot lands with each read: steps 10 and 20
+  await r.train({ steps: 3, readEvery: 3 }); // 23: no snapshot (fewer than 10 steps since 20)
+  await r.simulateDeviceLoss();
+  await r.train({ steps: 7, readEvery: 7 });
+  assert(recoveries.length === 1, `recovered ${recoveries.length} times`);
+  const [rec] = recoveries;
+  assert(rec.lostAt === 23 && rec.resumedAt === 20 && /destroyed/.test(rec.reason), JSON.stringify(rec));
+  // After the recovery the 7 steps are 21..27, exactly as in the uninterrupted run.
+  const tail = after.slice(-7);
+  assert(JSON.stringify(tail) === JSON.stringify(seen.slice(20, 27)), `after recovery ${JSON.stringify(tail)} vs ${JSON.stringify(seen.slice(20, 27))}`);
+  assert((await r.evaluate()).loss > 0, 'the recovered run answers');
+  await r.dispose();
+});
+
 await check('a regression MLP predicts a curve', async () => {
   const sine = preset('mlp-sine');
   sine.batch = 64;

@@ -1,0 +1,54 @@
+// Argument checks shared by kiln.js: every bad value becomes an Error that names the field and
+// says what is allowed, before anything reaches the wasm side.
+
+export function invalid(field, message) {
+  return new Error(`invalid \`${field}\`: ${message}`);
+}
+
+/** Errors from wasm are `Error`s already; anything else (a string, a DOMException) becomes one. */
+export function asError(e) {
+  if (e instanceof Error) return e;
+  return new Error(typeof e === 'string' ? e : String(e?.message ?? e));
+}
+
+export function checkKeys(options, allowed, what) {
+  if (options === undefined || options === null) return {};
+  if (typeof options !== 'object' || Array.isArray(options)) {
+    throw invalid(what, `expected an options object, got ${Array.isArray(options) ? 'an array' : typeof options}`);
+  }
+  for (const key of Object.keys(options)) {
+    if (!allowed.includes(key)) throw invalid(key, `unknown option of ${what}; allowed: ${allowed.join(', ')}`);
+  }
+  return options;
+}
+
+export function checkInt(value, field, lo, hi) {
+  if (!Number.isInteger(value) || value < lo || value > hi) {
+    throw invalid(field, `must be an integer in ${lo}..=${hi}, got ${typeof value === 'string' ? JSON.stringify(value) : value}`);
+  }
+  return value;
+}
+
+export function checkNumber(value, field) {
+  if (typeof value !== 'number' || !Number.isFinite(value)) throw invalid(field, `must be a finite number, got ${value}`);
+  return value;
+}
+
+export function configJson(config) {
+  if (typeof config === 'string') return config;
+  if (config === null || typeof config !== 'object' || Array.isArray(config)) {
+    throw invalid('config', `expected a SessionConfig object, got ${config === null ? 'null' : Array.isArray(config) ? 'an array' : typeof config}`);
+  }
+  try {
+    return JSON.stringify(config);
+  } catch (e) {
+    throw invalid('config', `cannot be serialized to JSON: ${asError(e).message}`);
+  }
+}
+
+export function checkpointBytes(bytes) {
+  if (bytes instanceof Uint8Array) return bytes;
+  if (bytes instanceof ArrayBuffer) return new Uint8Array(bytes);
+  if (ArrayBuffer.isView(bytes)) return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  throw invalid('checkpoint', 'expected a Uint8Array or ArrayBuffer of a saved checkpoint');
+}
