@@ -62,9 +62,12 @@ build-page: setup-serve
 	PATH="$(CURDIR)/node_modules/.bin:$$PATH" trunk build --release
 
 # End-to-end tests of the playground in headless Chromium (SwiftShader WebGPU); screenshots in
-# test-output/. Prints "e2e: N passed, M failed".
+# test-output/. Each file prints "e2e <suite>: N passed, M failed": the page's features, its
+# resilience (device loss, hidden/frozen tab, insecure origin), and the page under `trunk serve`.
 test-e2e: setup-test build-page
 	node tests/e2e/playground.test.mjs dist
+	node tests/e2e/resilience.test.mjs dist
+	PATH="$(CURDIR)/node_modules/.bin:$$PATH" node tests/e2e/serve.test.mjs
 
 clean:
 	cargo clean

@@ -36,7 +36,7 @@ window.kilnPage = {
     samples: state.samples, lastSample: state.lastSample, lastSampleStep: state.lastSampleStep,
     heatmaps: heat.tiles.size, hasGrid: !!plot.grid, error: $('config-error').hidden ? null : $('config-error').textContent,
     linkError: $('link-error').hidden ? null : $('link-error').textContent,
-    recoveries: state.recoveries, gpuNotice: $('gpu-notice').hidden ? null : $('gpu-notice').textContent,
+    hidden: !!state.hidden, lastWeights: state.lastWeights, recoveries: state.recoveries, gpuNotice: $('gpu-notice').hidden ? null : $('gpu-notice').textContent,
   }),
 };
 
@@ -196,6 +196,8 @@ worker.onmessage = (e) => {
       break;
     case 'metrics':
       pendingMetrics.push(...m.points);
+      // A hidden tab draws no frames: fold the points into the chart (it thins itself).
+      if (pendingMetrics.length > 20_000) flushMetrics();
       state.step = Math.max(state.step, m.points[m.points.length - 1].step);
       if (m.rates) {
         $('stat-sps').textContent = fmt(m.rates.stepsPerSecond ?? 0);
@@ -272,18 +274,28 @@ function onSnapshot(m) {
   }
 }
 
+function flushMetrics() {
+  loss.push(pendingMetrics);
+  pendingMetrics = [];
+  $('stat-step').textContent = String(state.step);
+}
+
 // Draw at most once per frame, whatever the message rate.
 function frame() {
-  if (pendingMetrics.length) {
-    loss.push(pendingMetrics);
-    pendingMetrics = [];
-    $('stat-step').textContent = String(state.step);
-  }
+  if (pendingMetrics.length) flushMetrics();
   loss.draw();
   ratios.draw();
   requestAnimationFrame(frame);
 }
 requestAnimationFrame(frame);
+
+// Training goes on in a hidden tab (the worker is not throttled); only the worker's weight,
+// boundary and validation snapshots pause, and resume the moment the tab is shown again.
+document.addEventListener('visibilitychange', () => {
+  state.hidden = document.hidden;
+  send({ type: 'view', view: { hidden: document.hidden } });
+  if (!document.hidden) flushMetrics();
+});
 
 // ---- presets and start-up ------------------------------------------------------------------
 

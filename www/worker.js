@@ -3,7 +3,7 @@
 // throttled snapshots (weights, update ratios, decision grid, validation loss, text samples).
 //
 // Page → worker: init | create {config, play} | play | pause | step | view {grid, prompt,
-//   temperature} | sample | save | load {bytes}
+//   temperature, hidden} | sample | save | load {bytes}
 // Worker → page: ready {presets, adapter} | nogpu {message} | created {info, dataset, config}
 //   | error {op, message} | state {playing} | metrics {points, rates} | snapshot {…} | sample
 //   {step, text} | saved {bytes} | loaded {step} | recovered {reason, lostAt, resumedAt}
@@ -125,6 +125,8 @@ async function playLoop() {
  * fraction of the time spent training.
  */
 async function snapshot({ force = false }) {
+  // In a hidden tab training goes on, but nobody is looking: skip the readbacks.
+  if (view.hidden && !force) return;
   const gen = generation;
   const now = performance.now();
   const llama = isLlama();
@@ -258,9 +260,13 @@ self.onmessage = (e) => {
       exclusive(() => {}).then(() => post({ type: 'state', playing }));
       break;
     case 'step': singleStep(); break;
-    case 'view':
+    case 'view': {
+      const shown = view.hidden && m.view.hidden === false;
       view = { ...view, ...m.view };
+      // Back from a hidden tab: show the present at once.
+      if (shown && run) snapshot({ force: true });
       break;
+    }
     case 'refresh': if (!playing) snapshot({ force: true }); break;
     case 'sample': if (run && isLlama()) exclusive(() => sample(generation)); break;
     case 'save': save(); break;

@@ -8,80 +8,9 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { serve } from './server.mjs';
+import { OUT, ARGS, WEBGPU, assert, test, until, summary, heatPixels, tinted, lossInk, mean, newPage, run } from './helpers.mjs';
 
 const DIST = process.argv[2] ?? 'dist';
-const OUT = 'test-output';
-const ARGS = ['--headless=new', '--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-dev-shm-usage'];
-const WEBGPU = [...ARGS, '--enable-unsafe-webgpu'];
-
-const results = [];
-const t0 = Date.now();
-const log = (msg) => console.log(`[${((Date.now() - t0) / 1000).toFixed(0).padStart(3)}s] ${msg}`);
-
-function assert(cond, message) {
-  if (!cond) throw new Error(message);
-}
-
-async function test(name, page, fn) {
-  const start = Date.now();
-  try {
-    await fn();
-    results.push({ name, ok: true });
-    log(`ok   ${name} (${((Date.now() - start) / 1000).toFixed(1)}s)`);
-  } catch (e) {
-    results.push({ name, ok: false });
-    log(`FAIL ${name}: ${e.message}`);
-    if (page) await page.screenshot({ path: path.join(OUT, `fail-${name.replace(/\W+/g, '-')}.png`), fullPage: true }).catch(() => {});
-  }
-}
-
-/** Polls `fn` in the page until it returns something truthy; fails with `what` after `ms`. */
-async function until(page, fn, arg, what, ms = 60_000) {
-  try {
-    const handle = await page.waitForFunction(fn, arg, { timeout: ms, polling: 250 });
-    return await handle.jsonValue();
-  } catch {
-    const s = await page.evaluate(() => window.kilnPage?.summary()).catch(() => null);
-    throw new Error(`timed out waiting for ${what}; page state: ${JSON.stringify(s)?.slice(0, 600)}`);
-  }
-}
-
-const summary = (page) => page.evaluate(() => window.kilnPage.summary());
-
-/** Every heatmap canvas's pixels, concatenated. */
-const heatPixels = (page) =>
-  page.evaluate(() => [...document.querySelectorAll('#heatmaps canvas')].map((c) => Array.from(c.getContext('2d').getImageData(0, 0, c.width, c.height).data)).flat());
-
-/** Fraction of the data canvas that is not white (the boundary tints the whole background). */
-const tinted = (page) =>
-  page.evaluate(() => {
-    const c = document.getElementById('data-canvas');
-    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-    let n = 0;
-    for (let i = 0; i < d.length; i += 4) if (d[i] < 250 || d[i + 1] < 250 || d[i + 2] < 250) n++;
-    return n / (d.length / 4);
-  });
-
-/** Pixels of the loss chart drawn in the train series' colour (#3b6fd4). */
-const lossInk = (page) =>
-  page.evaluate(() => {
-    const c = document.querySelector('#loss-chart canvas');
-    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-    let n = 0;
-    for (let i = 0; i < d.length; i += 4) if (Math.abs(d[i] - 59) < 40 && Math.abs(d[i + 1] - 111) < 40 && Math.abs(d[i + 2] - 212) < 40) n++;
-    return n;
-  });
-
-const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
-
-async function newPage(browser, { gpu = true, errors } = {}) {
-  const context = await browser.newContext({ viewport: { width: 1400, height: 1000 }, acceptDownloads: true });
-  if (!gpu) await context.addInitScript(() => Object.defineProperty(Navigator.prototype, 'gpu', { get: () => undefined, configurable: true }));
-  const page = await context.newPage();
-  page.on('pageerror', (e) => errors?.push(e.message));
-  page.on('console', (m) => { if (m.type() === 'error') errors?.push(m.text()); });
-  return page;
-}
 
 async function main() {
   await fs.mkdir(OUT, { recursive: true });
@@ -266,13 +195,4 @@ async function main() {
   }
 }
 
-try {
-  await main();
-} catch (e) {
-  results.push({ name: 'setup', ok: false });
-  log(`FAIL setup: ${e.message}`);
-}
-const passed = results.filter((r) => r.ok).length;
-const failed = results.length - passed;
-console.log(`e2e: ${passed} passed, ${failed} failed (${((Date.now() - t0) / 1000).toFixed(0)}s)`);
-process.exit(failed ? 1 : 0);
+await run('playground', main);

@@ -131,7 +131,8 @@ export class LossChart {
   summary() {
     const tr = this.cols[1].filter((v) => v != null);
     const va = this.cols[2].filter((v) => v != null);
-    return { points: this.cols[0].length, first: tr[0] ?? null, last: tr[tr.length - 1] ?? null, validation: va.length, lastValidation: va[va.length - 1] ?? null };
+    const x = this.cols[0];
+    return { points: x.length, firstStep: x[0] ?? null, lastStep: x[x.length - 1] ?? null, first: tr[0] ?? null, last: tr[tr.length - 1] ?? null, validation: va.length, lastValidation: va[va.length - 1] ?? null };
   }
 }
 

@@ -1,0 +1,108 @@
+// resilience.test.mjs — the page under trouble, in headless Chromium with SwiftShader's WebGPU
+// against the Trunk release build: the GPU device destroyed mid-training, the tab hidden and
+// frozen, and the page opened from an insecure (plain-http, non-localhost) origin.
+//   node tests/e2e/resilience.test.mjs [dist-dir]
+
+import { chromium } from 'playwright-core';
+import { serve } from './server.mjs';
+import { ARGS, WEBGPU, assert, test, until, summary, newPage, run } from './helpers.mjs';
+
+const DIST = process.argv[2] ?? 'dist';
+
+/** Makes the page see itself hidden or shown, as a tab switch would (headless Chromium keeps
+ * every page visible, so the state is overridden and the real event is dispatched). */
+const setHidden = (page, hidden) =>
+  page.evaluate((h) => {
+    if (h) {
+      Object.defineProperty(document, 'hidden', { configurable: true, get: () => true });
+      Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => 'hidden' });
+    } else {
+      delete document.hidden;
+      delete document.visibilityState;
+    }
+    document.dispatchEvent(new Event('visibilitychange'));
+  }, hidden);
+
+/** Steps advance past `n` + `more`. */
+const advances = (page, n, more, what) => until(page, ([a, b]) => window.kilnPage.summary().step > a + b, [n, more], what, 90_000);
+
+async function main() {
+  const server = await serve(DIST);
+  const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: WEBGPU });
+  try {
+    const errors = [];
+    const page = await newPage(browser, { errors });
+    await page.goto(server.url);
+    await until(page, () => window.kilnPage?.summary().info && window.kilnPage.summary().heatmaps > 0, null, 'the first run', 60_000);
+    // A small batch keeps SwiftShader quick.
+    await page.fill('#batch', '32');
+    await until(page, () => window.kilnPage.summary().info?.config?.batch === 32, null, 'the batch-32 run', 60_000);
+
+    await test('a destroyed GPU device is rebuilt from the snapshot, the page says so, training goes on', page, async () => {
+      await page.click('#play');
+      await advances(page, 0, 150, '150 steps');
+      await page.evaluate(() => window.kilnPage.loseDevice());
+      const rec = await until(page, () => window.kilnPage.summary().recoveries[0], null, 'the recovery', 60_000);
+      assert(/destroyed/.test(rec.reason), `reason: ${rec.reason}`);
+      assert(rec.resumedAt >= 100 && rec.resumedAt <= rec.lostAt, `a snapshot at least every 100 steps: ${JSON.stringify(rec)}`);
+      const notice = (await summary(page)).gpuNotice;
+      assert(/GPU device was lost/.test(notice) && notice.includes(`step ${rec.resumedAt}`), `notice: ${notice}`);
+      await advances(page, rec.lostAt, 50, 'training after the recovery');
+      const s = await summary(page);
+      assert(s.error === null, `no error shown: ${s.error}`);
+      // Redone steps are identical, so the chart holds every step exactly once.
+      assert(s.loss.points === s.loss.lastStep - s.loss.firstStep + 1, `loss chart steps ${JSON.stringify(s.loss)}`);
+    });
+
+    await test('a hidden tab keeps training; frozen and thawed it resumes; shown, it catches up', page, async () => {
+      await setHidden(page, true);
+      await page.waitForTimeout(1000); // a snapshot already under way may still land
+      const h0 = await summary(page);
+      assert(h0.hidden && h0.playing, 'hidden and playing');
+      await advances(page, h0.step, 100, 'training while hidden');
+      const h1 = await summary(page);
+      assert(h1.lastWeights === h0.lastWeights, `no weight snapshots while hidden (${h0.lastWeights} → ${h1.lastWeights})`);
+      // Browsers freeze long-hidden tabs (their workers too); thawed, the run must carry on.
+      const cdp = await page.context().newCDPSession(page);
+      await cdp.send('Page.setWebLifecycleState', { state: 'frozen' });
+      await new Promise((r) => setTimeout(r, 3000));
+      await cdp.send('Page.setWebLifecycleState', { state: 'active' });
+      const thawed = await summary(page);
+      await advances(page, thawed.step, 100, 'training after the thaw');
+      await setHidden(page, false);
+      await until(page, (w) => window.kilnPage.summary().lastWeights > w, h1.lastWeights, 'a fresh snapshot once shown', 30_000);
+      await page.click('#pause');
+      await until(page, () => !window.kilnPage.summary().playing, null, 'pause', 20_000);
+      await page.waitForTimeout(500);
+      const s = await summary(page);
+      assert(s.loss.lastStep === s.step, `the chart caught up: last charted ${s.loss.lastStep}, step ${s.step}`);
+      assert(s.loss.points === s.loss.lastStep - s.loss.firstStep + 1, `every step once: ${JSON.stringify(s.loss)}`);
+      assert(s.error === null, `no error shown: ${s.error}`);
+    });
+
+    await test('no uncaught page errors', null, async () => {
+      const unexpected = errors.filter((e) => !/favicon/.test(e));
+      assert(unexpected.length === 0, `page errors: ${unexpected.slice(0, 3).join(' | ')}`);
+    });
+
+    await test('from a plain-http origin other than localhost the page explains that WebGPU needs a secure page', null, async () => {
+      // kiln.test resolves to the test server, but it is not localhost: an insecure context.
+      const insecure = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: [...WEBGPU, '--host-resolver-rules=MAP kiln.test 127.0.0.1'] });
+      try {
+        const p = await insecure.newPage();
+        await p.goto(server.url.replace('127.0.0.1', 'kiln.test'));
+        assert((await p.evaluate(() => window.isSecureContext)) === false, 'the origin is insecure');
+        await p.waitForSelector('#nogpu:not([hidden])', { timeout: 30_000 });
+        const reason = await p.textContent('#nogpu-reason');
+        assert(/not a secure context/.test(reason) && reason.includes('kiln.test'), `the reason: ${reason}`);
+      } finally {
+        await insecure.close();
+      }
+    });
+  } finally {
+    await browser.close();
+    await server.close();
+  }
+}
+
+await run('resilience', main);
