@@ -67,7 +67,7 @@ pub struct Gpu {
     /// Largest workgroup count per grid dimension; tests lower it to exercise the 2-D grid.
     grid_limit: AtomicU32,
     /// Errors wgpu reported outside an error scope (it would otherwise panic natively).
-    uncaptured: Arc<Mutex<Vec<String>>>,
+    uncaptured: Arc<Mutex<Vec<KilnError>>>,
     /// Why the device was lost, once it has been (driver reset, `destroy()`, browser reclaim).
     lost: Arc<Mutex<Option<String>>>,
     /// Storage buffers alive (see `live.rs`).
@@ -100,7 +100,11 @@ impl Gpu {
         let uncaptured = Arc::new(Mutex::new(Vec::new()));
         let sink = uncaptured.clone();
         device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
-            sink.lock().map(|mut v| v.push(e.to_string())).ok();
+            let typed = match e {
+                wgpu::Error::OutOfMemory { .. } => KilnError::OutOfMemory(e.to_string()),
+                _ => KilnError::Gpu(e.to_string()),
+            };
+            sink.lock().map(|mut v| v.push(typed)).ok();
         }));
         let lost = Arc::new(Mutex::new(None));
         let lost_sink = lost.clone();
@@ -153,6 +157,12 @@ impl Gpu {
     /// Storage buffers Kiln holds on this device right now, and their bytes.
     pub fn live(&self) -> Live {
         self.live.now()
+    }
+
+    /// The counters themselves, which outlive this `Gpu` (a test hands the `Gpu` to a session
+    /// and still reads what that session allocated).
+    pub fn live_counters(&self) -> Arc<LiveCounters> {
+        self.live.clone()
     }
 
     pub fn limits(&self) -> &wgpu::Limits {
@@ -356,18 +366,8 @@ impl Gpu {
         };
         match first {
             None => Ok(()),
-            Some(e) => match self.lost() {
-                Some(why) => Err(KilnError::DeviceLost(why)),
-                None => Err(classify(e)),
-            },
+            Some(e) => Err(self.lost().map_or(e, KilnError::DeviceLost)),
         }
-    }
-}
-
-fn classify(e: String) -> KilnError {
-    match e {
-        e if e.to_lowercase().contains("out of memory") => KilnError::OutOfMemory(e),
-        e => KilnError::Gpu(e),
     }
 }
 

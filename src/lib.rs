@@ -7,6 +7,7 @@ pub mod checkpoint;
 pub mod config;
 pub mod data;
 pub mod error;
+pub mod fit;
 pub mod generate;
 pub mod gpu;
 pub mod kernels;

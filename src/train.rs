@@ -8,6 +8,7 @@ use serde::Serialize;
 use crate::config::SessionConfig;
 use crate::data::batches::{Batch, Batches};
 use crate::error::{ensure, KilnError, Result};
+use crate::fit::check_fits;
 use crate::gpu::{Gpu, Op};
 use crate::kernels::embedding::check_tokens;
 use crate::kernels::loss::{check_targets, cross_entropy, mse_loss, mse_loss_backward};
@@ -109,6 +110,8 @@ impl Session {
         let rng = Rng::new(cfg.seed ^ 2);
         let last_ratios = vec![0.0; tensors];
         let snapshots = Snapshots::new(&gpu, &params);
+        // A device out of memory reports it here, as a typed error, rather than at the first step.
+        gpu.check_errors()?;
         Ok(Session { gpu, cfg, params, data, net, loss_ops, optimizer, targets, metrics, prev_weights, record, last_ratios, rng, step: 0, read_up_to: 0, skipped_steps: 0, skipped_in_a_row: 0, snapshots })
     }
 
@@ -278,19 +281,6 @@ impl Session {
     pub fn model(&self) -> &ModelConfig {
         &self.cfg.model
     }
-}
-
-/// Refuses a Llama whose vocabulary is smaller than the text's, or whose buffers would not fit.
-fn check_fits(gpu: &Gpu, cfg: &SessionConfig, data: &Batches) -> Result<()> {
-    if let (ModelConfig::Llama(l), Some(corpus)) = (&cfg.model, data.corpus()) {
-        ensure(l.vocab >= corpus.vocab(), "model.llama.vocab", || {
-            format!("the text has {} distinct characters; vocab must be at least that, got {}", corpus.vocab(), l.vocab)
-        })?;
-        let need = l.memory_bytes(cfg.batch);
-        let budget = gpu.limits().max_buffer_size.saturating_mul(4);
-        ensure(need <= budget, "batch", || format!("the model needs about {} MiB; this device allows about {} MiB: lower batch, context or d_model", need >> 20, budget >> 20))?;
-    }
-    Ok(())
 }
 
 fn mse(out: &[f32], targets: &[f32]) -> Evaluation {

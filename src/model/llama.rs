@@ -85,16 +85,4 @@ impl LlamaConfig {
         specs.push(linear("lm_head".into(), vec![v, c], std));
         specs
     }
-
-    /// Bytes of parameters, gradients, AdamW state and activations for `batch` sequences: the
-    /// estimate checked against the device before anything is allocated.
-    pub fn memory_bytes(&self, batch: usize) -> u64 {
-        // u64 throughout: on wasm32 `usize` is 32 bits and the largest configs overflow it.
-        let params: u64 = self.param_specs().iter().map(|s| s.shape.iter().map(|&d| d as u64).product::<u64>()).sum();
-        let n = (batch * self.context) as u64;
-        let (c, f, h, v, l) = (self.d_model as u64, self.hidden as u64, self.heads as u64, self.vocab as u64, self.layers as u64);
-        let per_block = n * (c * 9 + f * 3) + 2 * n * h;
-        let acts = n * (c * 4 + v * 2) + l * per_block + n * (3 * c + 3 * f);
-        4 * (4 * params + acts)
-    }
 }
