@@ -138,12 +138,15 @@ async function main() {
     });
 
     await test('your own data: pasted text, clicked points, an uploaded CSV', page, async () => {
-      const text = 'the quick brown fox jumps over the lazy dog; pack my box with five dozen liquor jugs.\n'.repeat(8);
+      // With markup in it: it must show as text and never run.
+      const text = 'the quick brown fox jumps over the lazy dog; pack my box with five dozen liquor jugs. <img src=x onerror="window.pwned=1"><script>window.pwned=2</script>\n'.repeat(8);
       const vocab = new Set(text).size;
       await page.selectOption('#tx-source', 'custom');
       await page.fill('#tx-text', text);
       await until(page, (v) => window.kilnPage.summary().info?.config?.data?.text?.text?.startsWith('the quick') && window.kilnPage.summary().info.config.model.llama.vocab === v, vocab, 'a Llama on the pasted text', 60_000);
       assert((await page.textContent('#text-excerpt')).startsWith('the quick brown fox'), 'the excerpt shows the pasted text');
+      assert((await page.textContent('#text-excerpt')).includes('<img src=x onerror='), 'the markup shows as text');
+      assert((await page.$$('img')).length === 0 && (await page.evaluate(() => window.pwned)) === undefined, 'pasted markup never became HTML');
       await page.check('input[name="model-kind"][value="mlp"]');
       await until(page, () => window.kilnPage.summary().info?.model === 'mlp', null, 'back to an MLP', 60_000);
       await page.selectOption('#pt-task', 'custom');
