@@ -1,5 +1,5 @@
-// loss.wgsl — cross-entropy over batched logits (one 256-thread workgroup per row, forward and
-// gradient fused in one pass) and mean-squared error (partial sums of (pred − target)², finished
+// loss.wgsl — cross-entropy over batched logits (one 256-thread workgroup per row, or one thread
+// per row for few classes; forward and gradient fused in one pass) and mean-squared error (partial sums of (pred − target)², finished
 // by reduce.wgsl's sum_final). Means over N are taken by the host's 1/N scale; backwards read
 // the upstream gradient dloss from a 1-element GPU buffer, so no scalar crosses to the CPU.
 
@@ -66,6 +66,34 @@ fn cross_entropy_loss(@builtin(local_invocation_index) lid: u32, @builtin(workgr
         ce_row_loss[row] = select(nan_for_target(t), (stats.x - x_t) + log(stats.y), valid);
     }
     ce_write_grad(base, lid, t, valid, stats, ce_params.grad_scale);
+}
+
+// The same for few classes (V ≤ 64, e.g. a classifier's 2–10): one thread per row. A whole
+// 256-thread workgroup per row would leave nearly every thread idle, which on a CPU adapter
+// (llvmpipe, SwiftShader) costs as much as real work.
+@compute @workgroup_size(64)
+fn cross_entropy_loss_small(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let row = linear_index(gid, nwg);
+    if (row >= ce_params.rows) { return; }
+    let v = ce_params.vocab;
+    let base = row * v;
+    let t = ce_targets[row];
+    let valid = t < v;
+    var m = -3.402823e38;
+    for (var j = 0u; j < v; j++) {
+        m = max(m, ce_logits[base + j]);
+    }
+    var s = 0.0;
+    for (var j = 0u; j < v; j++) {
+        s += exp(ce_logits[base + j] - m);
+    }
+    let x_t = ce_logits[base + select(0u, t, valid)];
+    ce_row_loss[row] = select(nan_for_target(t), (m - x_t) + log(s), valid);
+    let inv_s = 1.0 / s;
+    for (var j = 0u; j < v; j++) {
+        let g = (exp(ce_logits[base + j] - m) * inv_s - select(0.0, 1.0, j == t)) * ce_params.grad_scale;
+        ce_dlogits[base + j] = select(0.0, g, valid);
+    }
 }
 
 @compute @workgroup_size(256)

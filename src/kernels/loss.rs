@@ -10,12 +10,14 @@ use crate::tensor::Tensor;
 
 pub const CROSS_ENTROPY_LOSS: Kernel =
     Kernel { entry: "cross_entropy_loss", family: F, bindings: &[R, R, RW, RW, U] };
+pub const CROSS_ENTROPY_LOSS_SMALL: Kernel =
+    Kernel { entry: "cross_entropy_loss_small", family: F, bindings: &[R, R, RW, RW, U] };
 pub const CROSS_ENTROPY_BACKWARD: Kernel =
     Kernel { entry: "cross_entropy_backward", family: F, bindings: &[R, R, R, RW, U] };
 pub const MSE_LOSS: Kernel = Kernel { entry: "mse_loss", family: F, bindings: &[R, R, RW, U] };
 pub const MSE_LOSS_BACKWARD: Kernel = Kernel { entry: "mse_loss_backward", family: F, bindings: &[R, R, R, RW] };
 
-pub const KERNELS: &[&Kernel] = &[&CROSS_ENTROPY_LOSS, &CROSS_ENTROPY_BACKWARD, &MSE_LOSS, &MSE_LOSS_BACKWARD];
+pub const KERNELS: &[&Kernel] = &[&CROSS_ENTROPY_LOSS, &CROSS_ENTROPY_LOSS_SMALL, &CROSS_ENTROPY_BACKWARD, &MSE_LOSS, &MSE_LOSS_BACKWARD];
 
 /// Mirrors `CeParams` in loss.wgsl.
 #[repr(C)]
@@ -62,8 +64,15 @@ pub fn cross_entropy_loss(gpu: &Gpu, logits: &Tensor, targets: &Tensor, row_loss
     expect_len(dlogits, logits.len(), "dlogits")?;
     let p = ce_params(gpu, rows, vocab);
     let args = [T(logits), T(targets), T(row_loss), T(dlogits), Uni(&p)];
-    gpu.op(&CROSS_ENTROPY_LOSS, &args, gpu.grid(rows as u32))
+    if vocab <= SMALL_VOCAB {
+        gpu.op(&CROSS_ENTROPY_LOSS_SMALL, &args, gpu.grid(groups_1d(rows)))
+    } else {
+        gpu.op(&CROSS_ENTROPY_LOSS, &args, gpu.grid(rows as u32))
+    }
 }
+
+/// Up to this many classes the fused cross-entropy runs one thread per row.
+pub const SMALL_VOCAB: usize = 64;
 
 /// logits + targets → `loss` (1 element, the mean over rows) and `dlogits`, as two dispatches:
 /// the fused row kernel, then `sum_final` over the row losses with scale 1/N.

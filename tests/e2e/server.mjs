@@ -15,8 +15,9 @@ const TYPES = {
 export const CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; worker-src 'self'; style-src 'self'; " +
   "img-src 'self' data: blob:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'";
 
-/** Starts serving `root`; resolves with {url, close()}. */
-export function serve(root) {
+/** Starts serving `root`; resolves with {url, close()}. `csp: false` drops the policy (the
+ * benchmark page loads TF.js, whose UMD build evaluates strings). */
+export function serve(root, { csp = true } = {}) {
   const base = path.resolve(root);
   const server = http.createServer(async (req, res) => {
     try {
@@ -28,7 +29,7 @@ export function serve(root) {
       res.writeHead(200, {
         'content-type': TYPES[path.extname(file)] ?? 'application/octet-stream',
         'cache-control': 'no-store',
-        'content-security-policy': CSP,
+        ...(csp ? { 'content-security-policy': CSP } : {}),
       });
       res.end(body);
     } catch {

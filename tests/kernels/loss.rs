@@ -14,9 +14,18 @@ use kiln::{Gpu, Tensor};
 use crate::common::*;
 
 /// (rows N, vocab V, grid limit, logit range): V from 2 to 5000, V not a multiple of 256,
-/// ±80 logits, and 13 rows on a 2-D grid of limit 5.
-const CE_SHAPES: &[(usize, usize, u32, f64)] =
-    &[(1, 2, 65_535, 4.0), (7, 300, 65_535, 4.0), (3, 5_000, 65_535, 8.0), (13, 257, 5, 4.0), (6, 1_000, 65_535, 80.0)];
+/// ±80 logits, 13 rows on a 2-D grid of limit 5; the one-thread-per-row path (V ≤ 64) at
+/// V = 2, 10 and 64 (700 rows: 11 workgroups on a 2-D grid of limit 5), the row path from 65.
+const CE_SHAPES: &[(usize, usize, u32, f64)] = &[
+    (1, 2, 65_535, 4.0),
+    (700, 10, 5, 4.0),
+    (40, 64, 65_535, 80.0),
+    (5, 65, 65_535, 4.0),
+    (7, 300, 65_535, 4.0),
+    (3, 5_000, 65_535, 8.0),
+    (13, 257, 5, 4.0),
+    (6, 1_000, 65_535, 80.0),
+];
 
 fn targets_below(rng: &mut Rng, n: usize, vocab: usize) -> Vec<u32> {
     (0..n).map(|_| rng.below(vocab) as u32).collect()
@@ -39,13 +48,14 @@ async fn cross_entropy(gpu: &Gpu, c: &mut Checks) {
         }
         gpu.run(&ops.iter().collect::<Vec<_>>()).unwrap();
         let label = format!("{n}x{vocab} ±{range}");
+        let fused = if vocab <= ls::SMALL_VOCAB { "cross_entropy_loss_small" } else { "cross_entropy_loss" };
         let rows = reference::cross_entropy_rows(&x64, &t, vocab);
-        c.close("cross_entropy_loss", &format!("row loss {label}"), &read(gpu, &row_loss).await, &rows, 2e-5, 1e-5);
+        c.close(fused, &format!("row loss {label}"), &read(gpu, &row_loss).await, &rows, 2e-5, 1e-5);
         let mean = reference::cross_entropy(&x64, &t, vocab);
-        c.close("cross_entropy_loss", &format!("mean {label}"), &read(gpu, &loss).await, &[mean], 2e-5, 1e-5);
+        c.close(fused, &format!("mean {label}"), &read(gpu, &loss).await, &[mean], 2e-5, 1e-5);
         let grad = reference::cross_entropy_backward(&x64, &t, vocab, 1.0);
         let atol = 2e-6 / n as f64;
-        c.close("cross_entropy_loss", &format!("fused dlogits {label}"), &read(gpu, &dlogits).await, &grad, atol, 5e-5);
+        c.close(fused, &format!("fused dlogits {label}"), &read(gpu, &dlogits).await, &grad, atol, 5e-5);
 
         let dloss_value = rng.range(-2.0, 2.0) as f32;
         let dloss = gpu.tensor_from("dloss", &[1], &[dloss_value]).unwrap();
@@ -74,11 +84,11 @@ async fn bad_targets(gpu: &Gpu, c: &mut Checks) {
     let got = read(gpu, &row_loss).await;
     assert!(got[1].is_nan() && got[3].is_nan(), "bad rows must be NaN: {got:?}");
     let rows = reference::cross_entropy_rows(&x64, &t, vocab);
-    c.close("cross_entropy_loss", "bad targets: row loss", &got, &rows, 2e-5, 1e-5);
+    c.close("cross_entropy_loss_small", "bad targets: row loss", &got, &rows, 2e-5, 1e-5);
     assert!(read(gpu, &loss).await[0].is_nan(), "the mean over a bad row must be NaN");
     let grad = reference::cross_entropy_backward(&x64, &t, vocab, 1.0);
     assert!(grad[vocab..2 * vocab].iter().all(|&g| g == 0.0));
-    c.close("cross_entropy_loss", "bad targets: dlogits", &read(gpu, &dlogits).await, &grad, 2e-6 / n as f64, 5e-5);
+    c.close("cross_entropy_loss_small", "bad targets: dlogits", &read(gpu, &dlogits).await, &grad, 2e-6 / n as f64, 5e-5);
     let dloss = gpu.tensor_from("dloss", &[1], &[1.0f32]).unwrap();
     gpu.run(&[&ls::cross_entropy_backward(gpu, &logits, &targets, &dloss, &dlogits).unwrap()]).unwrap();
     c.close("cross_entropy_backward", "bad targets", &read(gpu, &dlogits).await, &grad, 2e-6 / n as f64, 5e-5);
