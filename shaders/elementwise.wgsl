@@ -70,6 +70,32 @@ fn mul_backward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
     mul_grad_b[i] = g * mul_a[i];
 }
 
+// ---- bias + activation, fused for MLP hidden layers: z = x + b (b broadcast), h = f(z) ----
+struct BiasActParams {
+    kind: u32, // 0 relu, 1 silu, 2 tanh
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+};
+
+@group(0) @binding(0) var<storage, read> ba_x: array<f32>;         // (N) = (B, C)
+@group(0) @binding(1) var<storage, read> ba_bias: array<f32>;      // (C)
+@group(0) @binding(2) var<storage, read_write> ba_z: array<f32>;   // (N) kept for the backward
+@group(0) @binding(3) var<storage, read_write> ba_h: array<f32>;   // (N)
+@group(0) @binding(4) var<uniform> ba: BiasActParams;
+
+@compute @workgroup_size(64)
+fn bias_activation(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_index(gid, nwg);
+    if (i >= arrayLength(&ba_z)) { return; }
+    let z = ba_x[i] + ba_bias[i % arrayLength(&ba_bias)];
+    ba_z[i] = z;
+    var h = max(0.0, z);
+    if (ba.kind == 1u) { h = z * sigmoid(z); }
+    if (ba.kind == 2u) { h = stable_tanh(z); }
+    ba_h[i] = h;
+}
+
 // ---- activations: out = f(x) ----
 @group(0) @binding(0) var<storage, read> act_in: array<f32>;         // (N)
 @group(0) @binding(1) var<storage, read_write> act_out: array<f32>; // (N)

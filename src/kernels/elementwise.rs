@@ -1,9 +1,9 @@
 //! Elementwise kernels (`shaders/elementwise.wgsl`): add/sub/mul with bias broadcast,
 //! ReLU/SiLU/tanh, the fused SwiGLU gate, and their backwards, with f64 references.
 
-use super::{expect_len, groups_1d, Kernel, Family::Elementwise as F, R, RW};
+use super::{expect_len, groups_1d, Kernel, Family::Elementwise as F, R, RW, U};
 use crate::error::{KilnError, Result};
-use crate::gpu::{Arg::T, Gpu, Op};
+use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
 use crate::tensor::Tensor;
 
 pub const ADD: Kernel = Kernel { entry: "add", family: F, bindings: &[R, R, RW] };
@@ -25,7 +25,10 @@ pub const SILU_GATE: Kernel = Kernel { entry: "silu_gate_fused", family: F, bind
 pub const SILU_GATE_BACKWARD: Kernel =
     Kernel { entry: "silu_gate_backward", family: F, bindings: &[R, R, R, RW, RW] };
 
+pub const BIAS_ACTIVATION: Kernel = Kernel { entry: "bias_activation", family: F, bindings: &[R, R, RW, RW, U] };
+
 pub const KERNELS: &[&Kernel] = &[
+    &BIAS_ACTIVATION,
     &ADD, &SUB, &MUL, &ADD_BACKWARD, &SUB_BACKWARD, &MUL_BACKWARD, &SILU, &RELU, &TANH,
     &SILU_BACKWARD, &RELU_BACKWARD, &TANH_BACKWARD, &SILU_GATE, &SILU_GATE_BACKWARD,
 ];
@@ -95,6 +98,31 @@ pub fn activation(gpu: &Gpu, act: Activation, x: &Tensor, out: &Tensor) -> Resul
         Activation::Tanh => &TANH,
     };
     gpu.op(kernel, &[T(x), T(out)], gpu.grid(groups_1d(x.len())))
+}
+
+/// Mirrors `BiasActParams` in elementwise.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct BiasActParams {
+    kind: u32,
+    pad: [u32; 3],
+}
+
+/// z = x + bias (broadcast along x's last axis), h = f(z): an MLP hidden layer's bias and
+/// activation in one dispatch (z is kept for the backward).
+pub fn bias_activation(gpu: &Gpu, act: Activation, x: &Tensor, bias: &Tensor, z: &Tensor, h: &Tensor) -> Result<Op> {
+    expect_len(z, x.len(), "bias_activation z")?;
+    expect_len(h, x.len(), "bias_activation h")?;
+    if bias.len() == 0 || x.len() % bias.len() != 0 {
+        return Err(KilnError::invalid(bias.name(), format!("cannot broadcast {} elements over {}", bias.len(), x.len())));
+    }
+    let kind = match act {
+        Activation::Relu => 0,
+        Activation::Silu => 1,
+        Activation::Tanh => 2,
+    };
+    let p = gpu.uniform("bias_activation params", &BiasActParams { kind, pad: [0; 3] });
+    gpu.op(&BIAS_ACTIVATION, &[T(x), T(bias), T(z), T(h), Uni(&p)], gpu.grid(groups_1d(x.len())))
 }
 
 /// grad_in = grad_out * f'(x), where x is the forward input.

@@ -15,9 +15,10 @@ use crate::tensor::Tensor;
 
 pub const MATMUL: Kernel = Kernel { entry: "matmul", family: F, bindings: &[R, R, RW, U] };
 pub const MATMUL_128: Kernel = Kernel { entry: "matmul_128", family: F, bindings: &[R, R, RW, U] };
+pub const MATMUL_SMALL: Kernel = Kernel { entry: "matmul_small", family: F, bindings: &[R, R, RW, U] };
 pub const MATMUL_SPLIT_REDUCE: Kernel = Kernel { entry: "matmul_split_reduce", family: F, bindings: &[R, RW, U] };
 
-pub const KERNELS: &[&Kernel] = &[&MATMUL, &MATMUL_128, &MATMUL_SPLIT_REDUCE];
+pub const KERNELS: &[&Kernel] = &[&MATMUL, &MATMUL_128, &MATMUL_SMALL, &MATMUL_SPLIT_REDUCE];
 
 /// k per workgroup-memory step of the 64-tile kernel; split chunks are multiples of it.
 const KT: usize = 16;
@@ -72,7 +73,7 @@ impl MatmulDesc {
         }
     }
 
-    /// Forces the 64x64 or 128x128 tile kernel.
+    /// Forces the 64x64 or 128x128 tile kernel, or `SMALL` (`matmul_small`).
     pub fn tile(mut self, tile: usize) -> Self {
         self.tile = Some(tile);
         self
@@ -160,6 +161,13 @@ const SPLIT_MIN_CHUNK: usize = 128;
 /// one do not).
 const BIG_TILE_MIN_TILES: usize = 160;
 
+/// Products up to this many multiply-adds, with k up to SMALL_MAX_K, run on `matmul_small`
+/// (one thread per output element): the layers of tiny MLPs.
+const SMALL_MAX_MACS: usize = 1 << 20;
+const SMALL_MAX_K: usize = 1024;
+/// The `tile` that names `matmul_small` (in `MatmulDesc::tile` and `plan`).
+pub const SMALL: usize = 1;
+
 /// Largest split-K scratch buffer, in elements (64 MiB).
 const SPLIT_MAX_SCRATCH: usize = 1 << 24;
 
@@ -181,7 +189,10 @@ pub fn plan(d: &MatmulDesc, allow_split: bool) -> (usize, usize, usize) {
         (None, forced) => {
             let s128 = SPLIT_TARGET_GROUPS.div_ceil(tiles(128));
             let s64 = (2 * SPLIT_TARGET_GROUPS).div_ceil(tiles(64));
-            let (t, s) = if tiles(128) >= BIG_TILE_MIN_TILES {
+            let small = d.m * d.n * d.k * d.batch <= SMALL_MAX_MACS && d.k <= SMALL_MAX_K;
+            let (t, s) = if small {
+                (SMALL, 1)
+            } else if tiles(128) >= BIG_TILE_MIN_TILES {
                 (128, 1)
             } else if !can_split {
                 (64, 1)
@@ -195,7 +206,10 @@ pub fn plan(d: &MatmulDesc, allow_split: bool) -> (usize, usize, usize) {
             (t, forced.unwrap_or(s))
         }
     };
-    let tile = if tile == 128 { 128 } else { 64 };
+    let tile = match tile {
+        SMALL | 128 => tile,
+        _ => 64,
+    };
     let mut splits = if allow_split && d.batch == 1 { splits } else { 1 };
     // Chunks of at least 2 KT, a multiple of KT; the scratch stays bounded.
     splits = splits.clamp(1, d.k.div_ceil(2 * KT).clamp(1, 65_535));
@@ -275,7 +289,8 @@ fn validate(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, d: &MatmulDesc) -> Re
 /// One dispatch of the `tile` kernel; with `splits` > 1, split s writes C + s * m·n.
 #[allow(clippy::too_many_arguments)]
 fn product(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, d: &MatmulDesc, tile: usize, splits: usize, k_chunk: usize) -> Result<Op> {
-    let tiles = d.m.div_ceil(tile) * d.n.div_ceil(tile);
+    // Workgroups per matrix: output tiles, or 64-element groups for `matmul_small`.
+    let tiles = if tile == SMALL { super::groups_1d(d.m * d.n) as usize } else { d.m.div_ceil(tile) * d.n.div_ceil(tile) };
     let [x, y, _] = gpu.grid(u32::try_from(tiles).map_err(|_| KilnError::invalid("m", "too many output tiles"))?);
     let flags = u32::from(d.trans_a) * TRANS_A + u32::from(d.trans_b) * TRANS_B + u32::from(d.accumulate) * ACCUMULATE;
     let params = MatmulParams {
@@ -293,7 +308,11 @@ fn product(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, d: &MatmulDesc, tile: 
         split_stride: (d.m * d.n) as u32,
     };
     let uniform = gpu.uniform("matmul params", &params);
-    let kernel = if tile == 128 { &MATMUL_128 } else { &MATMUL };
+    let kernel = match tile {
+        SMALL => &MATMUL_SMALL,
+        128 => &MATMUL_128,
+        _ => &MATMUL,
+    };
     gpu.op(kernel, &[T(a), T(b), T(c), Uni(&uniform)], [x, y, (d.batch * splits) as u32])
 }
 

@@ -71,7 +71,7 @@ macro_rules! families {
 
 families! {
     Elementwise => "elementwise",
-    Matmul => "matmul",
+    Matmul => "matmul" + "matmul_small",
     Norm => "norm",
     Softmax => "softmax",
     Loss => "loss",

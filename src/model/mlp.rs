@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{ensure, Result};
 use crate::gpu::{Gpu, Op};
-use crate::kernels::elementwise::{activation, activation_backward, binary, Activation, Binary};
+use crate::kernels::elementwise::{activation_backward, bias_activation, binary, Activation, Binary};
 use crate::kernels::matmul::{matmul, matmul_ops, MatmulDesc};
 use crate::kernels::reduce::column_sum;
 use crate::model::params::{Init, ParamSpec, ParamStore};
@@ -81,12 +81,14 @@ impl MlpConfig {
             let lin = gpu.tensor(&format!("layer{l}.lin"), &[batch, out])?;
             let z = gpu.tensor(&format!("layer{l}.z"), &[batch, out])?;
             forward.push(matmul(gpu, prev, &params.weight(&format!("layer{l}.weight")), &lin, MatmulDesc::new(batch, out, fan_in).trans_b())?);
-            forward.push(binary(gpu, Binary::Add, &lin, &params.weight(&format!("layer{l}.bias")), &z)?);
+            let bias = params.weight(&format!("layer{l}.bias"));
+            // Hidden layers: bias and activation in one dispatch; the last layer only adds.
             let h = if l + 1 < dims.len() {
                 let h = gpu.tensor(&format!("layer{l}.h"), &[batch, out])?;
-                forward.push(activation(gpu, cfg.activation, &z, &h)?);
+                forward.push(bias_activation(gpu, cfg.activation, &lin, &bias, &z, &h)?);
                 Some(h)
             } else {
+                forward.push(binary(gpu, Binary::Add, &lin, &bias, &z)?);
                 None
             };
             acts.push(LayerActs { z, h });

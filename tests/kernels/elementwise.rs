@@ -70,6 +70,25 @@ async fn activations(gpu: &Gpu, c: &mut Checks) {
     }
 }
 
+/// An MLP hidden layer's z = x + b, h = f(z) in one dispatch, for each activation.
+async fn bias_activation(gpu: &Gpu, c: &mut Checks) {
+    let mut rng = Rng::new(4);
+    for (rows, cols, grid) in [(1, 1, 65_535), (512, 16, 65_535), (37, 130, 7)] {
+        gpu.set_grid_limit(grid);
+        for act in [Activation::Relu, Activation::Silu, Activation::Tanh] {
+            let n = rows * cols;
+            let (x, x64) = random_tensor(gpu, &mut rng, "x", &[rows, cols], -30.0, 30.0);
+            let (b, b64) = random_tensor(gpu, &mut rng, "bias", &[cols], -3.0, 3.0);
+            let (z, h) = (gpu.tensor("z", &[n]).unwrap(), gpu.tensor("h", &[n]).unwrap());
+            gpu.run(&[&ew::bias_activation(gpu, act, &x, &b, &z, &h).unwrap()]).unwrap();
+            let z64: Vec<f64> = x64.iter().enumerate().map(|(i, v)| v + b64[i % cols]).collect();
+            let label = format!("{act:?} {rows}x{cols}");
+            c.close("bias_activation", &format!("z {label}"), &read(gpu, &z).await, &z64, ATOL, RTOL);
+            c.close("bias_activation", &format!("h {label}"), &read(gpu, &h).await, &reference::activation(act, &z64), ATOL, RTOL);
+        }
+    }
+}
+
 async fn silu_gate(gpu: &Gpu, c: &mut Checks) {
     let mut rng = Rng::new(3);
     for &(n, grid) in SIZES_1D {
@@ -107,6 +126,7 @@ pub async fn huge_silu(gpu: &Gpu, c: &mut Checks) {
 pub async fn run(gpu: &Gpu, c: &mut Checks) {
     binaries(gpu, c).await;
     activations(gpu, c).await;
+    bias_activation(gpu, c).await;
     silu_gate(gpu, c).await;
 }
 

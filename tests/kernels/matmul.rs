@@ -5,7 +5,7 @@
 //! growing like sqrt(K) · eps · (typical partial sum); atol = 4e-6·sqrt(K) (K = 200 → 5.7e-5)
 //! with rtol 1e-5 covers any summation order, while a wrong index gives errors of order 0.1.
 
-use kiln::kernels::matmul::{self as mm, reference, MatmulDesc};
+use kiln::kernels::matmul::{self as mm, reference, MatmulDesc, SMALL};
 use kiln::Gpu;
 
 use crate::common::*;
@@ -46,10 +46,10 @@ async fn check_split(gpu: &Gpu, c: &mut Checks, rng: &mut Rng, d: MatmulDesc, la
 
 const SHAPES: &[(usize, usize, usize)] = &[(1, 1, 1), (37, 53, 29), (64, 64, 64), (130, 70, 200), (3, 129, 17)];
 
-/// Every shape, transpose and accumulate combination on both tile kernels.
+/// Every shape, transpose and accumulate combination on both tile kernels and `matmul_small`.
 async fn all_variants(gpu: &Gpu, c: &mut Checks) {
     let mut rng = Rng::new(11);
-    for tile in [64, 128] {
+    for tile in [SMALL, 64, 128] {
         for &(m, n, k) in SHAPES.iter().chain(&[(128, 256, 24), (257, 131, 9)]) {
             for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
                 for acc in [false, true] {
@@ -90,7 +90,7 @@ async fn split_k(gpu: &Gpu, c: &mut Checks) {
 
 async fn batched(gpu: &Gpu, c: &mut Checks) {
     let mut rng = Rng::new(12);
-    for tile in [64, 128] {
+    for tile in [SMALL, 64, 128] {
         check(gpu, c, &mut rng, MatmulDesc::new(17, 23, 9).batched(3).tile(tile), "dense batch").await;
         check(gpu, c, &mut rng, MatmulDesc::new(65, 5, 31).trans_a().batched(4).accumulate().tile(tile), "dense batch").await;
         // Shared B (stride 0) and padded strides, as per-head products over strided views do.
@@ -107,6 +107,7 @@ pub async fn two_d_grid(gpu: &Gpu, c: &mut Checks) {
         MatmulDesc::new(300, 200, 40),
         MatmulDesc::new(130, 250, 20).trans_a().trans_b().batched(2),
         MatmulDesc::new(300, 520, 40).tile(128),
+        MatmulDesc::new(30, 20, 7).trans_a().batched(2).tile(SMALL),
     ] {
         let t = d.tile.unwrap_or(64);
         let tiles = d.m.div_ceil(t) * d.n.div_ceil(t);
