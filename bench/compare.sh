@@ -13,5 +13,8 @@ node bench/dawn_bench.mjs --seconds "$SECS" ${BENCH_ARGS:-} --json "$OUT/dawn.js
 if python3 -c 'import torch' 2>/dev/null; then
   PYTHONUNBUFFERED=1 python3 bench/torch_reference.py --seconds "$SECS" --json "$OUT/torch.json" | tee "$OUT/torch.txt"
 fi
-[[ -d node_modules/@tensorflow/tfjs ]] && node bench/tfjs_reference.mjs --seconds "$SECS" --json "$OUT/tfjs.json" | tee "$OUT/tfjs.txt"
+# TFJS may name a bundled copy of bench/tfjs_reference.mjs (for machines without node_modules).
+if [[ -n ${TFJS:-} || -d node_modules/@tensorflow/tfjs ]]; then
+  node "${TFJS:-bench/tfjs_reference.mjs}" --seconds "$SECS" --json "$OUT/tfjs.json" | tee "$OUT/tfjs.txt"
+fi
 node bench/compare.mjs "$OUT" | tee "$OUT/compare.txt"
