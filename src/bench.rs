@@ -118,6 +118,11 @@ fn profile(gpu: Gpu, name: &str) -> Result<Vec<ProfileEntry>> {
 fn bench_training(gpu: Gpu, name: &str, seconds: f64, chunk: u64) -> Result<TrainResult> {
     let cfg = preset(name).expect("bench presets exist");
     let mut s = Session::with_gpu(gpu, cfg)?;
+    // KILN_SNAPSHOT_EVERY=N measures recovery snapshots every N steps (0: none) instead of the
+    // default, for A/B runs.
+    if let Some(every) = std::env::var("KILN_SNAPSHOT_EVERY").ok().and_then(|v| v.parse().ok()) {
+        s.snapshots.set_every(every);
+    }
     let tokens_per_step = (s.cfg.batch * s.model().rows_per_example()) as f64;
     s.train(3)?;
     pollster::block_on(s.read_metrics())?;

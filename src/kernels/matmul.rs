@@ -162,9 +162,11 @@ const SPLIT_MIN_CHUNK: usize = 128;
 const BIG_TILE_MIN_TILES: usize = 160;
 
 /// Products up to this many multiply-adds, with k up to SMALL_MAX_K, run on `matmul_small`
-/// (one thread per output element): the layers of tiny MLPs.
+/// (one thread per output element): the forward and input-gradient products of tiny MLPs.
+/// A longer k (a weight gradient over the batch) is a serial loop per thread that measured
+/// several times slower on an H200 than the split-K plan, so those keep it.
 const SMALL_MAX_MACS: usize = 1 << 20;
-const SMALL_MAX_K: usize = 1024;
+const SMALL_MAX_K: usize = 64;
 /// The `tile` that names `matmul_small` (in `MatmulDesc::tile` and `plan`).
 pub const SMALL: usize = 1;
 
