@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::error::Result;
 use crate::gpu::Gpu;
-use crate::kernels::matmul::{matmul_ops, plan, MatmulDesc};
+use crate::kernels::matmul::{matmul_ops, plan, small_max_k, MatmulDesc};
 use crate::presets::preset;
 use crate::rng::Rng;
 use crate::train::Session;
@@ -85,7 +85,7 @@ fn bench_matmul(gpu: &Gpu, label: &str, d: MatmulDesc) -> Result<MatmulResult> {
     let b = gpu.tensor_from("b", &[k, n], &rng.vec_f32(k * n, -1.0, 1.0))?;
     let c = gpu.tensor("c", &[m, n])?;
     let ops = matmul_ops(gpu, &a, &b, &c, d)?;
-    let (tile, splits, _) = plan(&d, true);
+    let (tile, splits, _) = plan(&d, true, small_max_k(gpu));
     let forced = d.tile.is_some() || d.splits.is_some();
     let variant = format!("t{tile}{}{}", if splits > 1 { format!("+s{splits}") } else { String::new() }, if forced { "" } else { " (auto)" });
     let flops = 2.0 * (m * n * k) as f64;
@@ -187,7 +187,7 @@ pub async fn run(quick: bool, seconds: f64) -> Result<Report> {
         if label.contains("dW") {
             // Other splits: the 128 tile with its automatic split, and twice the 64 tile's.
             matmul_results.push(bench_matmul(&gpu, label, d.tile(128))?);
-            let (_, s, _) = plan(&d.tile(64), true);
+            let (_, s, _) = plan(&d.tile(64), true, small_max_k(&gpu));
             matmul_results.push(bench_matmul(&gpu, label, d.tile(64).splits(2 * s))?);
         }
     }

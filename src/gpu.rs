@@ -165,6 +165,12 @@ impl Gpu {
         self.live.clone()
     }
 
+    /// Whether the adapter is a CPU implementation (llvmpipe, SwiftShader natively); browsers
+    /// do not say, so there this is false.
+    pub fn on_cpu(&self) -> bool {
+        self.info.device_type == wgpu::DeviceType::Cpu
+    }
+
     pub fn limits(&self) -> &wgpu::Limits {
         &self.limits
     }

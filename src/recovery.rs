@@ -21,8 +21,16 @@ use crate::model::params::ParamStore;
 use crate::rng::Rng;
 use crate::train::Session;
 
-/// Steps between two snapshots unless the session is told otherwise.
+/// Steps between two snapshots unless the session is told otherwise, for models of up to a
+/// million parameters; see `default_every`.
 pub const DEFAULT_SNAPSHOT_EVERY: u64 = 100;
+
+/// 100 steps, and proportionally more for models over a million parameters, so copying the
+/// state out (12 bytes per parameter) stays around 1% of training time: llama-small (3.3M
+/// parameters, 40 MB a copy) snapshots every 400 steps.
+pub fn default_every(parameters: usize) -> u64 {
+    DEFAULT_SNAPSHOT_EVERY * (parameters as u64).div_ceil(1 << 20).max(1)
+}
 
 /// A run's whole state at the end of `step`, on the CPU.
 #[derive(Debug, Clone)]
@@ -81,7 +89,7 @@ impl Snapshots {
                 mapped_at_creation: false,
             })
         });
-        Snapshots { every: DEFAULT_SNAPSHOT_EVERY, staging, last: 0, shared: Arc::default() }
+        Snapshots { every: default_every(params.count()), staging, last: 0, shared: Arc::default() }
     }
 
     pub fn every(&self) -> u64 {

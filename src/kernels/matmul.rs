@@ -161,12 +161,14 @@ const SPLIT_MIN_CHUNK: usize = 128;
 /// one do not).
 const BIG_TILE_MIN_TILES: usize = 160;
 
-/// Products up to this many multiply-adds, with k up to SMALL_MAX_K, run on `matmul_small`
+/// Products up to this many multiply-adds, with k up to `small_max_k`, run on `matmul_small`
 /// (one thread per output element): the forward and input-gradient products of tiny MLPs.
-/// A longer k (a weight gradient over the batch) is a serial loop per thread that measured
-/// several times slower on an H200 than the split-K plan, so those keep it.
+/// On a GPU a longer k (a weight gradient over the batch) is a serial loop per thread that
+/// measured several times slower on an H200 than the split-K plan, so those keep it; on a CPU
+/// adapter (llvmpipe) the plain loop wins there too (2.2× mlp-spiral steps/s).
 const SMALL_MAX_MACS: usize = 1 << 20;
-const SMALL_MAX_K: usize = 64;
+pub const SMALL_MAX_K_GPU: usize = 64;
+pub const SMALL_MAX_K_CPU: usize = 1024;
 /// The `tile` that names `matmul_small` (in `MatmulDesc::tile` and `plan`).
 pub const SMALL: usize = 1;
 
@@ -178,7 +180,7 @@ const SPLIT_MAX_SCRATCH: usize = 1 << 24;
 /// (tokens, 256) outputs with k ≥ 512) → the 128 tile split into chunks of ≥ 128 that bring
 /// the workgroups to about SPLIT_TARGET_GROUPS, else the 64 tile split towards twice that
 /// (chunks still ≥ 128); small products → the 64 tile alone.
-pub fn plan(d: &MatmulDesc, allow_split: bool) -> (usize, usize, usize) {
+pub fn plan(d: &MatmulDesc, allow_split: bool, small_max_k: usize) -> (usize, usize, usize) {
     let tiles = |t: usize| d.m.div_ceil(t) * d.n.div_ceil(t) * d.batch;
     // Split big products with few tiles, and small ones whose long k would run as one serial,
     // latency-bound loop (the weight gradients of tiny MLPs: (16, 16) outputs over k = 512).
@@ -191,7 +193,7 @@ pub fn plan(d: &MatmulDesc, allow_split: bool) -> (usize, usize, usize) {
         (None, forced) => {
             let s128 = SPLIT_TARGET_GROUPS.div_ceil(tiles(128));
             let s64 = (2 * SPLIT_TARGET_GROUPS).div_ceil(tiles(64));
-            let small = d.m * d.n * d.k * d.batch <= SMALL_MAX_MACS && d.k <= SMALL_MAX_K;
+            let small = d.m * d.n * d.k * d.batch <= SMALL_MAX_MACS && d.k <= small_max_k;
             let (t, s) = if small {
                 (SMALL, 1)
             } else if tiles(128) >= BIG_TILE_MIN_TILES {
@@ -223,6 +225,11 @@ pub fn plan(d: &MatmulDesc, allow_split: bool) -> (usize, usize, usize) {
     (tile, splits, k_chunk)
 }
 
+/// The longest k `matmul_small` takes on this adapter.
+pub fn small_max_k(gpu: &Gpu) -> usize {
+    if gpu.on_cpu() { SMALL_MAX_K_CPU } else { SMALL_MAX_K_GPU }
+}
+
 /// `KILN_MATMUL_TILE=64|128` natively forces one tile (and no split) for A/B measurements.
 fn env_tile() -> Option<usize> {
     #[cfg(not(target_arch = "wasm32"))]
@@ -240,7 +247,7 @@ fn env_tile() -> Option<usize> {
 /// matrices; with custom strides it must hold at least `(batch - 1) * stride + matrix` elements.
 pub fn matmul(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, desc: MatmulDesc) -> Result<Op> {
     validate(gpu, a, b, c, &desc)?;
-    let (tile, _, _) = plan(&desc, false);
+    let (tile, _, _) = plan(&desc, false, small_max_k(gpu));
     product(gpu, a, b, c, &desc, tile, 1, desc.k)
 }
 
@@ -249,7 +256,7 @@ pub fn matmul(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, desc: MatmulDesc) -
 pub fn matmul_ops(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, desc: MatmulDesc) -> Result<Vec<Op>> {
     validate(gpu, a, b, c, &desc)?;
     let d = desc;
-    let (tile, splits, k_chunk) = plan(&d, true);
+    let (tile, splits, k_chunk) = plan(&d, true, small_max_k(gpu));
     if splits == 1 {
         return Ok(vec![product(gpu, a, b, c, &d, tile, 1, d.k)?]);
     }
