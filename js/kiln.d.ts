@@ -356,7 +356,7 @@ export declare class Kiln {
   save(): Promise<Uint8Array>;
   /**
    * Snapshot the whole state in memory, for recovery from device loss, at most every `steps`
-   * steps (0..=1e9; 0 turns snapshots off; default 100). In the browser a snapshot is taken
+   * steps (0..=1e9; 0 turns snapshots off; default 100, more for models over a million parameters). In the browser a snapshot is taken
    * when metrics are read, so at most `steps` plus one chunk of steps are trained again.
    */
   setSnapshotEvery(steps: number): Promise<void>;

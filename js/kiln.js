@@ -213,7 +213,7 @@ export class Kiln {
     return true;
   }
 
-  /** Snapshot the state for recovery from device loss at most every `steps` steps (0: never; default 100). */
+  /** Snapshot the state for recovery from device loss at most every `steps` steps (0: never; default 100, more for models over a million parameters). */
   setSnapshotEvery(steps) {
     const n = checkInt(steps, 'steps', 0, 1e9);
     return this.#enqueue(async (s) => s.setSnapshotEvery(n));
