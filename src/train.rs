@@ -18,6 +18,7 @@ use crate::model::params::ParamStore;
 use crate::model::{ModelConfig, Net};
 use crate::optim::Optimizer;
 use crate::recovery::Snapshots;
+use crate::step_ring::{StepRing, STEPS_PER_SUBMIT};
 use crate::rng::Rng;
 use crate::tensor::Tensor;
 
@@ -48,17 +49,17 @@ pub struct Session {
     pub cfg: SessionConfig,
     pub params: ParamStore,
     pub data: Batches,
-    net: Net,
+    pub(crate) net: Net,
     loss_ops: Vec<Op>,
-    optimizer: Optimizer,
+    pub(crate) optimizer: Optimizer,
     /// (rows) labels / next tokens, or (rows, 1) regression targets, of the current batch
-    targets: Tensor,
+    pub(crate) targets: Tensor,
     /// (METRIC_SLOTS, 2 + tensors) [loss, grad norm, update/weight ratio per tensor] per step,
     /// at row step % METRIC_SLOTS
     metrics: Tensor,
     /// (P) the flat weights before this step's update, for the update/weight ratios
     prev_weights: Tensor,
-    record: UniformOp<MetricsParams>,
+    pub(crate) record: UniformOp<MetricsParams>,
     /// Update/weight ratio of each parameter tensor at the last step read back.
     last_ratios: Vec<f32>,
     pub(crate) rng: Rng,
@@ -69,6 +70,8 @@ pub struct Session {
     skipped_in_a_row: u64,
     /// In-memory snapshots of the whole state, for recovery from device loss.
     pub snapshots: Snapshots,
+    /// Batches and uniforms of the steps `train` encodes into one submission.
+    pub(crate) ring: StepRing,
 }
 
 impl Session {
@@ -110,9 +113,11 @@ impl Session {
         let rng = Rng::new(cfg.seed ^ 2);
         let last_ratios = vec![0.0; tensors];
         let snapshots = Snapshots::new(&gpu, &params);
+        let slot_bytes = optimizer.step_uniforms(1)?.iter().map(|(_, b)| b.len() as u64).sum::<u64>() + std::mem::size_of::<MetricsParams>() as u64;
+        let ring = StepRing::new(&gpu, net.input.len(), targets.len(), slot_bytes)?;
         // A device out of memory reports it here, as a typed error, rather than at the first step.
         gpu.check_errors()?;
-        Ok(Session { gpu, cfg, params, data, net, loss_ops, optimizer, targets, metrics, prev_weights, record, last_ratios, rng, step: 0, read_up_to: 0, skipped_steps: 0, skipped_in_a_row: 0, snapshots })
+        Ok(Session { gpu, cfg, params, data, net, loss_ops, optimizer, targets, metrics, prev_weights, record, last_ratios, rng, step: 0, read_up_to: 0, skipped_steps: 0, skipped_in_a_row: 0, snapshots, ring })
     }
 
     pub fn step_count(&self) -> u64 {
@@ -131,18 +136,37 @@ impl Session {
         ops.chain(self.optimizer.ops()).chain([&self.record.op]).collect()
     }
 
-    /// Runs `n` training steps on sampled batches without waiting for the GPU. Fails with
-    /// `DeviceLost` once the device is gone (then `recover` carries on).
+    /// Runs `n` training steps on sampled batches without waiting for the GPU: up to
+    /// STEPS_PER_SUBMIT steps per submission (one at a time with gradient accumulation).
+    /// Fails with `DeviceLost` once the device is gone (then `recover` carries on).
     pub fn train(&mut self, n: u64) -> Result<()> {
         if let Some(why) = self.gpu.lost() {
             return Err(KilnError::DeviceLost(why));
         }
-        for _ in 0..n {
-            let micro = self.cfg.optimizer.accumulation as usize;
-            let batches: Vec<Batch> = (0..micro).map(|_| self.data.sample(&mut self.rng, self.cfg.batch, false)).collect();
-            self.train_on(&batches)?;
+        let micro = self.cfg.optimizer.accumulation as usize;
+        let mut left = n;
+        while left > 0 {
+            if micro > 1 {
+                let batches: Vec<Batch> = (0..micro).map(|_| self.sample_batch()).collect();
+                self.train_on(&batches)?;
+                left -= 1;
+                continue;
+            }
+            // A submission ends at each snapshot step, so the snapshot sees exactly that step.
+            let every = self.snapshots.every();
+            let to_snapshot = if every > 0 { every - self.step % every } else { u64::MAX };
+            let steps = left.min(STEPS_PER_SUBMIT as u64).min(to_snapshot);
+            let batches: Vec<Batch> = (0..steps).map(|_| self.sample_batch()).collect();
+            self.train_submission(&batches)?;
+            self.snapshots.after_step(&self.gpu, &self.params, self.step, &self.rng);
+            left -= steps;
         }
         Ok(())
+    }
+
+    /// The next training batch, drawn as `train` draws it (the sampler advances).
+    pub fn sample_batch(&mut self) -> Batch {
+        self.data.sample(&mut self.rng, self.cfg.batch, false)
     }
 
     /// One optimizer step on the given micro-batches (as many as `optimizer.accumulation`).
@@ -158,28 +182,36 @@ impl Session {
         self.record.set(&self.gpu, &row)?;
         for (micro, batch) in (0..micro_batches).zip(batches) {
             self.upload(batch)?;
-            let last = micro + 1 == micro_batches;
             let mut encoder = self.gpu.device.create_command_encoder(&Default::default());
-            if micro == 0 {
-                encoder.clear_buffer(self.params.grads.buffer(), 0, None);
-            }
-            if last {
-                let (w, prev) = (&self.params.weights, &self.prev_weights);
-                encoder.copy_buffer_to_buffer(w.buffer(), w.offset(), prev.buffer(), prev.offset(), w.bytes());
-            }
-            {
-                let mut pass = encoder.begin_compute_pass(&Default::default());
-                let ops = self.net.forward.iter().chain(&self.loss_ops).chain(&self.net.backward);
-                let update = if last { self.optimizer.ops().into_iter().chain([&self.record.op]).collect() } else { vec![] };
-                for op in ops.chain(update) {
-                    op.encode(&mut pass);
-                }
-            }
+            self.encode_micro(&mut encoder, micro == 0, micro + 1 == micro_batches);
             self.gpu.queue.submit([encoder.finish()]);
         }
         self.step = t;
         self.snapshots.after_step(&self.gpu, &self.params, t, &self.rng);
         self.gpu.check_errors()
+    }
+
+    /// One whole step of one micro-batch, its batch and uniforms already in place.
+    pub(crate) fn encode_step(&self, encoder: &mut wgpu::CommandEncoder) {
+        self.encode_micro(encoder, true, true);
+    }
+
+    /// A micro-batch's forward, loss and backward; the first clears the gradients, the last
+    /// keeps the weights before the update and runs the optimizer and the metrics record.
+    fn encode_micro(&self, encoder: &mut wgpu::CommandEncoder, first: bool, last: bool) {
+        if first {
+            encoder.clear_buffer(self.params.grads.buffer(), 0, None);
+        }
+        if last {
+            let (w, prev) = (&self.params.weights, &self.prev_weights);
+            encoder.copy_buffer_to_buffer(w.buffer(), w.offset(), prev.buffer(), prev.offset(), w.bytes());
+        }
+        let mut pass = encoder.begin_compute_pass(&Default::default());
+        let ops = self.net.forward.iter().chain(&self.loss_ops).chain(&self.net.backward);
+        let update = if last { self.optimizer.ops().into_iter().chain([&self.record.op]).collect() } else { vec![] };
+        for op in ops.chain(update) {
+            op.encode(&mut pass);
+        }
     }
 
     fn upload(&self, batch: &Batch) -> Result<()> {

@@ -5,25 +5,14 @@
 #[cfg(target_arch = "wasm32")]
 wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
+#[macro_use]
+#[path = "support/both.rs"]
+mod support;
+
 use kiln::config::SessionConfig;
 use kiln::presets::preset;
 use kiln::train::Session;
 use kiln::{Gpu, KilnError};
-
-macro_rules! both {
-    ($name:ident, $body:ident) => {
-        #[cfg(not(target_arch = "wasm32"))]
-        #[test]
-        fn $name() {
-            pollster::block_on($body())
-        }
-        #[cfg(target_arch = "wasm32")]
-        #[wasm_bindgen_test::wasm_bindgen_test]
-        async fn $name() {
-            $body().await
-        }
-    };
-}
 
 /// Builds `cfg` on a fresh device; on refusal also returns how many buffers were allocated.
 async fn attempt(cfg: SessionConfig) -> (Result<Session, KilnError>, i64) {

@@ -2,10 +2,14 @@
 // the page's state (window.kilnPage.summary()), canvas probes and the closing report.
 
 import path from 'node:path';
+import { chromium } from 'playwright-core';
 
 export const OUT = 'test-output';
 export const ARGS = ['--headless=new', '--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-dev-shm-usage'];
 export const WEBGPU = [...ARGS, '--enable-unsafe-webgpu'];
+
+/** Headless Chromium (CHROMIUM, default /usr/bin/chromium) with `args` (default: WebGPU on). */
+export const launch = (args = WEBGPU) => chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args });
 
 export const results = [];
 const t0 = Date.now();

@@ -6,9 +6,8 @@
 
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
 import { serve } from './server.mjs';
-import { OUT, ARGS, WEBGPU, assert, test, until, summary, heatPixels, tinted, lossInk, mean, newPage, run } from './helpers.mjs';
+import { OUT, ARGS, launch, assert, test, until, summary, heatPixels, tinted, lossInk, mean, newPage, run } from './helpers.mjs';
 
 const DIST = process.argv[2] ?? 'dist';
 
@@ -18,7 +17,7 @@ async function main() {
     throw new Error(`${DIST}/index.html is missing: run \`trunk build --release\` first`);
   });
   const server = await serve(DIST);
-  const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: WEBGPU });
+  const browser = await launch();
   try {
     const errors = [];
     const page = await newPage(browser, { errors });
@@ -174,7 +173,7 @@ async function main() {
     });
 
     await test('without a WebGPU adapter (Chromium without --enable-unsafe-webgpu) the page explains too', null, async () => {
-      const plain = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: ARGS });
+      const plain = await launch(ARGS);
       try {
         const p4 = await plain.newPage({ viewport: { width: 1400, height: 900 } });
         await p4.goto(server.url);

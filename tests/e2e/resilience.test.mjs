@@ -3,9 +3,8 @@
 // frozen, and the page opened from an insecure (plain-http, non-localhost) origin.
 //   node tests/e2e/resilience.test.mjs [dist-dir]
 
-import { chromium } from 'playwright-core';
 import { serve } from './server.mjs';
-import { ARGS, WEBGPU, assert, test, until, summary, newPage, run } from './helpers.mjs';
+import { WEBGPU, launch, assert, test, until, summary, newPage, run } from './helpers.mjs';
 
 const DIST = process.argv[2] ?? 'dist';
 
@@ -28,7 +27,7 @@ const advances = (page, n, more, what) => until(page, ([a, b]) => window.kilnPag
 
 async function main() {
   const server = await serve(DIST);
-  const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: WEBGPU });
+  const browser = await launch();
   try {
     const errors = [];
     const page = await newPage(browser, { errors });
@@ -87,7 +86,7 @@ async function main() {
 
     await test('from a plain-http origin other than localhost the page explains that WebGPU needs a secure page', null, async () => {
       // kiln.test resolves to the test server, but it is not localhost: an insecure context.
-      const insecure = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: [...WEBGPU, '--host-resolver-rules=MAP kiln.test 127.0.0.1'] });
+      const insecure = await launch([...WEBGPU, '--host-resolver-rules=MAP kiln.test 127.0.0.1']);
       try {
         const p = await insecure.newPage();
         await p.goto(server.url.replace('127.0.0.1', 'kiln.test'));

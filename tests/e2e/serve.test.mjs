@@ -8,8 +8,7 @@
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
-import { WEBGPU, assert, test, until, newPage, run, log } from './helpers.mjs';
+import { launch, assert, test, until, newPage, run, log } from './helpers.mjs';
 
 const freePort = () =>
   new Promise((resolve, reject) => {
@@ -46,7 +45,7 @@ async function main() {
   let output = '';
   trunk.stdout.on('data', (d) => (output += d));
   trunk.stderr.on('data', (d) => (output += d));
-  const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: WEBGPU });
+  const browser = await launch();
   try {
     const first = await waitForHttp(url, 600_000, trunk).catch((e) => {
       throw new Error(`${e.message}\n${output.slice(-2000)}`);
