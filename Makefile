@@ -25,7 +25,7 @@ test-native:
 	@echo "native kernel checks: $$(grep -o 'kernel checks: [^:]*: [0-9]* passed' target/native-tests.log | awk '{s+=$$4} END {print s+0}') passed"
 
 test-browser:
-	cargo test --target wasm32-unknown-unknown --test kernels --test gpu --test recovery --test soak --test limits --test step_ring -- --nocapture 2>&1 | tee target/browser-tests.log
+	cargo test --target wasm32-unknown-unknown --test kernels --test gpu --test recovery --test soak --test limits -- --nocapture 2>&1 | tee target/browser-tests.log
 	@echo "browser kernel checks: $$(grep -o 'kernel checks: [^:]*: [0-9]* passed' target/browser-tests.log | awk '{s+=$$4} END {print s+0}') passed"
 
 # The npm package kiln-gpu in pkg/: wasm-bindgen --target web, wasm-opt -O (binaryen 132 from

@@ -21,7 +21,6 @@ pub mod rng;
 mod shader_modules;
 pub mod share;
 pub mod snapshot;
-pub mod step_ring;
 pub mod tensor;
 pub mod train;
 

@@ -174,20 +174,6 @@ impl Optimizer {
         Ok(())
     }
 
-    /// The uniforms `prepare` would write for step `t`, as (buffer, bytes), for steps encoded
-    /// ahead of time (`step_ring.rs`).
-    pub fn step_uniforms(&self, t: u64) -> Result<Vec<(wgpu::Buffer, Vec<u8>)>> {
-        self.updates
-            .iter()
-            .map(|u| {
-                Ok(match u {
-                    Update::Adamw(op, decay) => (op.params.clone(), bytemuck::bytes_of(&self.cfg.adamw(t, *decay)?).to_vec()),
-                    Update::Sgd(op, decay) => (op.params.clone(), bytemuck::bytes_of(&self.cfg.sgd(t, *decay)?).to_vec()),
-                })
-            })
-            .collect()
-    }
-
     pub fn ops(&self) -> Vec<&Op> {
         let updates = self.updates.iter().map(|u| match u {
             Update::Adamw(op, _) => &op.op,

@@ -18,7 +18,6 @@ use crate::model::params::ParamStore;
 use crate::model::{ModelConfig, Net};
 use crate::optim::Optimizer;
 use crate::recovery::Snapshots;
-use crate::step_ring::{StepRing, STEPS_PER_SUBMIT};
 use crate::rng::Rng;
 use crate::tensor::Tensor;
 
@@ -49,17 +48,17 @@ pub struct Session {
     pub cfg: SessionConfig,
     pub params: ParamStore,
     pub data: Batches,
-    pub(crate) net: Net,
+    net: Net,
     loss_ops: Vec<Op>,
-    pub(crate) optimizer: Optimizer,
+    optimizer: Optimizer,
     /// (rows) labels / next tokens, or (rows, 1) regression targets, of the current batch
-    pub(crate) targets: Tensor,
+    targets: Tensor,
     /// (METRIC_SLOTS, 2 + tensors) [loss, grad norm, update/weight ratio per tensor] per step,
     /// at row step % METRIC_SLOTS
     metrics: Tensor,
     /// (P) the flat weights before this step's update, for the update/weight ratios
     prev_weights: Tensor,
-    pub(crate) record: UniformOp<MetricsParams>,
+    record: UniformOp<MetricsParams>,
     /// Update/weight ratio of each parameter tensor at the last step read back.
     last_ratios: Vec<f32>,
     pub(crate) rng: Rng,
@@ -70,8 +69,6 @@ pub struct Session {
     skipped_in_a_row: u64,
     /// In-memory snapshots of the whole state, for recovery from device loss.
     pub snapshots: Snapshots,
-    /// Batches and uniforms of the steps `train` encodes into one submission.
-    pub(crate) ring: StepRing,
 }
 
 impl Session {
@@ -113,11 +110,9 @@ impl Session {
         let rng = Rng::new(cfg.seed ^ 2);
         let last_ratios = vec![0.0; tensors];
         let snapshots = Snapshots::new(&gpu, &params);
-        let slot_bytes = optimizer.step_uniforms(1)?.iter().map(|(_, b)| b.len() as u64).sum::<u64>() + std::mem::size_of::<MetricsParams>() as u64;
-        let ring = StepRing::new(&gpu, net.input.len(), targets.len(), slot_bytes)?;
         // A device out of memory reports it here, as a typed error, rather than at the first step.
         gpu.check_errors()?;
-        Ok(Session { gpu, cfg, params, data, net, loss_ops, optimizer, targets, metrics, prev_weights, record, last_ratios, rng, step: 0, read_up_to: 0, skipped_steps: 0, skipped_in_a_row: 0, snapshots, ring })
+        Ok(Session { gpu, cfg, params, data, net, loss_ops, optimizer, targets, metrics, prev_weights, record, last_ratios, rng, step: 0, read_up_to: 0, skipped_steps: 0, skipped_in_a_row: 0, snapshots })
     }
 
     pub fn step_count(&self) -> u64 {
@@ -136,30 +131,16 @@ impl Session {
         ops.chain(self.optimizer.ops()).chain([&self.record.op]).collect()
     }
 
-    /// Runs `n` training steps on sampled batches without waiting for the GPU: up to
-    /// STEPS_PER_SUBMIT steps per submission (one at a time with gradient accumulation).
-    /// Fails with `DeviceLost` once the device is gone (then `recover` carries on).
+    /// Runs `n` training steps on sampled batches without waiting for the GPU. Fails with
+    /// `DeviceLost` once the device is gone (then `recover` carries on).
     pub fn train(&mut self, n: u64) -> Result<()> {
         if let Some(why) = self.gpu.lost() {
             return Err(KilnError::DeviceLost(why));
         }
-        let micro = self.cfg.optimizer.accumulation as usize;
-        let mut left = n;
-        while left > 0 {
-            if micro > 1 {
-                let batches: Vec<Batch> = (0..micro).map(|_| self.sample_batch()).collect();
-                self.train_on(&batches)?;
-                left -= 1;
-                continue;
-            }
-            // A submission ends at each snapshot step, so the snapshot sees exactly that step.
-            let every = self.snapshots.every();
-            let to_snapshot = if every > 0 { every - self.step % every } else { u64::MAX };
-            let steps = left.min(STEPS_PER_SUBMIT as u64).min(to_snapshot);
-            let batches: Vec<Batch> = (0..steps).map(|_| self.sample_batch()).collect();
-            self.train_submission(&batches)?;
-            self.snapshots.after_step(&self.gpu, &self.params, self.step, &self.rng);
-            left -= steps;
+        for _ in 0..n {
+            let micro = self.cfg.optimizer.accumulation as usize;
+            let batches: Vec<Batch> = (0..micro).map(|_| self.sample_batch()).collect();
+            self.train_on(&batches)?;
         }
         Ok(())
     }
@@ -189,11 +170,6 @@ impl Session {
         self.step = t;
         self.snapshots.after_step(&self.gpu, &self.params, t, &self.rng);
         self.gpu.check_errors()
-    }
-
-    /// One whole step of one micro-batch, its batch and uniforms already in place.
-    pub(crate) fn encode_step(&self, encoder: &mut wgpu::CommandEncoder) {
-        self.encode_micro(encoder, true, true);
     }
 
     /// A micro-batch's forward, loss and backward; the first clears the gradients, the last
