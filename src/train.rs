@@ -82,21 +82,34 @@ impl Session {
         let data = Batches::new(&cfg.data, cfg.model.rows_per_example(), cfg.model.outputs(), cfg.seed)?;
         check_fits(&gpu, &cfg, &data)?;
         let params = ParamStore::new(&gpu, cfg.model.param_specs(), cfg.seed)?;
-        let net = cfg.model.build(&gpu, &params, cfg.batch, true)?;
         let rows = cfg.batch * cfg.model.rows_per_example();
+        let regression = data.points(false).is_some_and(|p| p.labels.is_empty());
+        // (rows) labels / next tokens, or (rows, 1) regression targets
+        let targets = if regression { gpu.tensor("targets", &[rows, 1])? } else { gpu.tensor("targets", &[rows])? };
         // (1) mean loss of the current batch, read by the metrics kernel
         let loss = gpu.tensor("loss", &[1])?;
-        let (targets, loss_ops) = if data.points(false).is_some_and(|p| p.labels.is_empty()) {
-            let targets = gpu.tensor("targets", &[rows, 1])?;
-            let dloss = gpu.tensor_from("dloss", &[1], &[1.0f32])?;
-            let mut ops = mse_loss(&gpu, &net.output, &targets, &loss)?;
-            ops.push(mse_loss_backward(&gpu, &net.output, &targets, &dloss, &net.d_output)?);
-            (targets, ops)
-        } else {
-            let targets = gpu.tensor("targets", &[rows])?;
-            let row_loss = gpu.tensor("row loss", &[rows])?;
-            let ops = cross_entropy(&gpu, &net.output, &targets, &row_loss, &loss, &net.d_output)?;
-            (targets, ops)
+        // A small MLP trains through two fused dispatches; anything else layer by layer.
+        let fused = match &cfg.model {
+            ModelConfig::Mlp(m) if m.fusable() => Some(m),
+            _ => None,
+        };
+        let mut net = cfg.model.build(&gpu, &params, cfg.batch, fused.is_none())?;
+        let loss_ops = match fused {
+            Some(m) => {
+                net.forward.clear();
+                m.fused_pass(&gpu, &params, &net.input, &targets, &loss, regression)?
+            }
+            None => {
+                if regression {
+                    let dloss = gpu.tensor_from("dloss", &[1], &[1.0f32])?;
+                    let mut ops = mse_loss(&gpu, &net.output, &targets, &loss)?;
+                    ops.push(mse_loss_backward(&gpu, &net.output, &targets, &dloss, &net.d_output)?);
+                    ops
+                } else {
+                    let row_loss = gpu.tensor("row loss", &[rows])?;
+                    cross_entropy(&gpu, &net.output, &targets, &row_loss, &loss, &net.d_output)?
+                }
+            }
         };
         let mut optimizer = Optimizer::new(&gpu, &params, cfg.optimizer.clone())?;
         optimizer.guard_loss(&gpu, &loss)?;

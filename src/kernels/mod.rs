@@ -16,6 +16,7 @@ pub mod embedding;
 pub mod loss;
 pub mod matmul;
 pub mod metrics;
+pub mod mlp_fused;
 pub mod norm;
 pub mod optimizer;
 pub mod quant;
@@ -84,6 +85,7 @@ families! {
     Conv => "conv",
     Sampling => "sampling",
     Metrics => "metrics",
+    MlpFused => "mlp_fused",
 }
 
 /// Every kernel of every family.
@@ -103,6 +105,7 @@ pub fn all_kernels() -> Vec<&'static Kernel> {
         conv::KERNELS,
         sampling::KERNELS,
         metrics::KERNELS,
+        mlp_fused::KERNELS,
     ]
     .concat()
 }

@@ -11,6 +11,7 @@ use crate::error::{ensure, Result};
 use crate::gpu::{Gpu, Op};
 use crate::kernels::elementwise::{activation_backward, bias_activation, binary, Activation, Binary};
 use crate::kernels::matmul::{matmul, matmul_ops, MatmulDesc};
+use crate::kernels::mlp_fused::{fits, mlp_fused, partials_len, FusedLayer, FusedLoss};
 use crate::kernels::reduce::column_sum;
 use crate::model::params::{Init, ParamSpec, ParamStore};
 use crate::model::Net;
@@ -56,6 +57,29 @@ impl MlpConfig {
             specs.push(ParamSpec { name: format!("layer{l}.bias"), shape: vec![out], init: Init::FanIn(fan_in), decay: false });
         }
         specs
+    }
+}
+
+impl MlpConfig {
+    /// Whether every layer fits the fused training pass (widths ≤ 32, ≤ 4 layers).
+    pub fn fusable(&self) -> bool {
+        fits(&self.layer_dims())
+    }
+
+    /// The whole training pass (forward, loss, backward) as the two dispatches of
+    /// mlp_fused.wgsl, accumulating into `params.grads` and writing the mean loss (for a
+    /// `fusable` config). `targets`: (rows) labels, or (rows, out) values for `regression`.
+    pub fn fused_pass(&self, gpu: &Gpu, params: &ParamStore, input: &Tensor, targets: &Tensor, loss: &Tensor, regression: bool) -> Result<Vec<Op>> {
+        let layers: Vec<FusedLayer> = self
+            .layer_dims()
+            .into_iter()
+            .enumerate()
+            .map(|(l, (fan_in, out))| FusedLayer { w: params.entry(&format!("layer{l}.weight")).offset, b: params.entry(&format!("layer{l}.bias")).offset, fan_in, out })
+            .collect();
+        let rows = input.len() / self.input_dim;
+        let partials = gpu.tensor("fused MLP partials", &[partials_len(rows, params.weights.len())])?;
+        let kind = if regression { FusedLoss::Mse } else { FusedLoss::CrossEntropy };
+        mlp_fused(gpu, &layers, self.activation, kind, &params.weights, input, targets, &partials, &params.grads, loss)
     }
 }
 

@@ -20,5 +20,6 @@ mod quant;
 mod conv;
 mod sampling;
 mod metrics;
+mod mlp_fused;
 #[cfg(not(target_arch = "wasm32"))]
 mod coverage;

@@ -1,0 +1,210 @@
+//! Typed wrapper for shaders/mlp_fused.wgsl: a small MLP's forward, loss and backward as two
+//! dispatches (per-row work with per-workgroup partial gradients, then their reduction), and
+//! the f64 reference it is checked against.
+
+use super::elementwise::Activation;
+use super::{expect_len, groups_1d, Family::MlpFused as F, Kernel, R, RW, U};
+use crate::error::{KilnError, Result};
+use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
+use crate::tensor::Tensor;
+
+pub const MLP_FUSED_ROWS: Kernel = Kernel { entry: "mlp_fused_rows", family: F, bindings: &[R, R, R, RW, U] };
+pub const MLP_FUSED_REDUCE: Kernel = Kernel { entry: "mlp_fused_reduce", family: F, bindings: &[R, RW, RW, U] };
+
+pub const KERNELS: &[&Kernel] = &[&MLP_FUSED_ROWS, &MLP_FUSED_REDUCE];
+
+/// Widest layer and most layers the fused kernels take (MF_MAXW, MF_MAXL in the shader).
+pub const MAX_WIDTH: usize = 32;
+pub const MAX_LAYERS: usize = 4;
+/// Rows per workgroup of `mlp_fused_rows`.
+const ROWS: usize = 32;
+
+/// One layer: where its weight (out, in) and bias (out) lie in the flat parameters.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FusedLayer {
+    pub w: usize,
+    pub b: usize,
+    pub fan_in: usize,
+    pub out: usize,
+}
+
+/// The loss the fused backward starts from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FusedLoss {
+    /// Mean cross-entropy over rows, targets are u32 labels.
+    CrossEntropy,
+    /// Mean squared error over every output, targets are f32 (rows, out).
+    Mse,
+}
+
+/// Whether layers of these (in, out) shapes fit the fused kernels.
+pub fn fits(dims: &[(usize, usize)]) -> bool {
+    !dims.is_empty() && dims.len() <= MAX_LAYERS && dims.iter().all(|&(i, o)| i <= MAX_WIDTH && o <= MAX_WIDTH)
+}
+
+/// Mirrors `MfParams` in mlp_fused.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct MfParams {
+    rows: u32,
+    layers: u32,
+    act: u32,
+    mse: u32,
+    total: u32,
+    groups: u32,
+    loss_scale: f32,
+    grad_scale: f32,
+    layer: [[u32; 4]; MAX_LAYERS],
+}
+
+/// The two dispatches: partial gradients and loss per 32 rows into `partials`
+/// (G, P + 1), then `grads` (P) += their sum and `loss` (1) = the mean loss.
+#[allow(clippy::too_many_arguments)]
+pub fn mlp_fused(
+    gpu: &Gpu,
+    layers: &[FusedLayer],
+    act: Activation,
+    loss_kind: FusedLoss,
+    weights: &Tensor,
+    x: &Tensor,
+    targets: &Tensor,
+    partials: &Tensor,
+    grads: &Tensor,
+    loss: &Tensor,
+) -> Result<Vec<Op>> {
+    let dims: Vec<(usize, usize)> = layers.iter().map(|l| (l.fan_in, l.out)).collect();
+    if !fits(&dims) || layers.windows(2).any(|w| w[0].out != w[1].fan_in) {
+        return Err(KilnError::invalid("layers", format!("the fused MLP takes 1..={MAX_LAYERS} chained layers of width ≤ {MAX_WIDTH}, got {dims:?}")));
+    }
+    let total = weights.len();
+    if layers.iter().any(|l| l.w + l.fan_in * l.out > total || l.b + l.out > total) {
+        return Err(KilnError::invalid("layers", "a layer lies outside the flat parameters"));
+    }
+    let (input, out) = (layers[0].fan_in, layers[layers.len() - 1].out);
+    let rows = x.len() / input;
+    if rows == 0 || x.len() % input != 0 {
+        return Err(KilnError::invalid(x.name(), format!("inputs must be (rows, {input}), found {} elements", x.len())));
+    }
+    let (target_len, loss_scale, grad_scale) = match loss_kind {
+        FusedLoss::CrossEntropy => (rows, 1.0 / rows as f32, 1.0 / rows as f32),
+        FusedLoss::Mse => (rows * out, 1.0 / (rows * out) as f32, 2.0 / (rows * out) as f32),
+    };
+    expect_len(targets, target_len, "fused MLP targets")?;
+    let groups = rows.div_ceil(ROWS);
+    expect_len(partials, groups * (total + 1), "fused MLP partials (groups, parameters + 1)")?;
+    expect_len(grads, total, "fused MLP gradients")?;
+    expect_len(loss, 1, "fused MLP loss")?;
+    let mut layer = [[0u32; 4]; MAX_LAYERS];
+    for (slot, l) in layer.iter_mut().zip(layers) {
+        *slot = [l.w as u32, l.b as u32, l.fan_in as u32, l.out as u32];
+    }
+    let act = match act {
+        Activation::Relu => 0,
+        Activation::Silu => 1,
+        Activation::Tanh => 2,
+    };
+    let params = MfParams {
+        rows: rows as u32,
+        layers: layers.len() as u32,
+        act,
+        mse: u32::from(loss_kind == FusedLoss::Mse),
+        total: total as u32,
+        groups: groups as u32,
+        loss_scale,
+        grad_scale,
+        layer,
+    };
+    let p = gpu.uniform("mlp_fused params", &params);
+    let per_row = gpu.op(&MLP_FUSED_ROWS, &[T(weights), T(x), T(targets), T(partials), Uni(&p)], gpu.grid(groups as u32))?;
+    let reduce = gpu.op(&MLP_FUSED_REDUCE, &[T(partials), T(grads), T(loss), Uni(&p)], gpu.grid(groups_1d(total + 1)))?;
+    Ok(vec![per_row, reduce])
+}
+
+/// Partials a batch of `rows` needs for `total` parameters.
+pub fn partials_len(rows: usize, total: usize) -> usize {
+    rows.div_ceil(ROWS) * (total + 1)
+}
+
+// ---------------------------------------------------------------- f64 reference
+
+pub mod reference {
+    use super::{FusedLayer, FusedLoss};
+    use crate::kernels::elementwise::Activation;
+
+    fn act(a: Activation, z: f64) -> f64 {
+        match a {
+            Activation::Relu => z.max(0.0),
+            Activation::Silu => z / (1.0 + (-z).exp()),
+            Activation::Tanh => z.tanh(),
+        }
+    }
+
+    fn act_grad(a: Activation, z: f64) -> f64 {
+        match a {
+            Activation::Relu => f64::from(u8::from(z > 0.0)),
+            Activation::Silu => {
+                let s = 1.0 / (1.0 + (-z).exp());
+                s * (1.0 + z * (1.0 - s))
+            }
+            Activation::Tanh => 1.0 - z.tanh().powi(2),
+        }
+    }
+
+    /// (mean loss, gradient of every flat parameter) for `rows` rows of `x`. Targets: labels
+    /// (cross-entropy; a label out of range gives a NaN loss and no gradient) or values (MSE).
+    pub fn loss_and_grads(layers: &[FusedLayer], a: Activation, kind: FusedLoss, w: &[f64], x: &[f64], targets: &[f64]) -> (f64, Vec<f64>) {
+        let (input, out) = (layers[0].fan_in, layers[layers.len() - 1].out);
+        let rows = x.len() / input;
+        let mut grads = vec![0.0; w.len()];
+        let mut total_loss = 0.0;
+        for r in 0..rows {
+            let mut ins = vec![x[r * input..(r + 1) * input].to_vec()];
+            let mut zs = vec![];
+            for (l, ly) in layers.iter().enumerate() {
+                let h = &ins[l];
+                let z: Vec<f64> = (0..ly.out).map(|o| w[ly.b + o] + (0..ly.fan_in).map(|i| w[ly.w + o * ly.fan_in + i] * h[i]).sum::<f64>()).collect();
+                let next = if l + 1 == layers.len() { z.clone() } else { z.iter().map(|&v| act(a, v)).collect() };
+                zs.push(z);
+                ins.push(next);
+            }
+            let y = &ins[layers.len()];
+            let mut d: Vec<f64> = match kind {
+                FusedLoss::Mse => {
+                    let n = (rows * out) as f64;
+                    (0..out)
+                        .map(|o| {
+                            let diff = y[o] - targets[r * out + o];
+                            total_loss += diff * diff / n;
+                            2.0 * diff / n
+                        })
+                        .collect()
+                }
+                FusedLoss::CrossEntropy => {
+                    let t = targets[r] as usize;
+                    let m = y.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                    let s: f64 = y.iter().map(|v| (v - m).exp()).sum();
+                    if t >= out {
+                        total_loss = f64::NAN;
+                        vec![0.0; out]
+                    } else {
+                        total_loss += (m + s.ln() - y[t]) / rows as f64;
+                        (0..out).map(|o| ((y[o] - m).exp() / s - f64::from(u8::from(o == t))) / rows as f64).collect()
+                    }
+                }
+            };
+            for l in (0..layers.len()).rev() {
+                let ly = layers[l];
+                for o in 0..ly.out {
+                    grads[ly.b + o] += d[o];
+                    for i in 0..ly.fan_in {
+                        grads[ly.w + o * ly.fan_in + i] += d[o] * ins[l][i];
+                    }
+                }
+                if l > 0 {
+                    d = (0..ly.fan_in).map(|i| (0..ly.out).map(|o| w[ly.w + o * ly.fan_in + i] * d[o]).sum::<f64>() * act_grad(a, zs[l - 1][i])).collect();
+                }
+            }
+        }
+        (total_loss, grads)
+    }
+}
