@@ -3,10 +3,10 @@
 // models this small every dispatch costs more to encode and launch than its arithmetic, so
 // fewer dispatches is what makes a step fast.
 //
-//   mlp_fused_rows:   one thread per batch row, 32 rows per workgroup. Each thread runs its row
+//   mlp_fused_rows:   one thread per batch row, 16 rows per workgroup. Each thread runs its row
 //                     through every layer, takes the loss and its gradient (cross-entropy with
 //                     labels, or mean squared error), and backpropagates; the workgroup then
-//                     sums its 32 rows' weight and bias gradients (through workgroup memory)
+//                     sums its 16 rows' weight and bias gradients (through workgroup memory)
 //                     and its loss, and writes them to its own slot of `partials`.
 //   mlp_fused_reduce: one thread per parameter: grads[p] += Σ over workgroups, in order (no
 //                     float atomics: reproducible); the last thread writes the mean loss.
@@ -19,7 +19,7 @@
 
 const MF_MAXW: u32 = 32u; // widest layer (inputs, hidden, outputs)
 const MF_MAXL: u32 = 4u;  // layers
-const MF_ROWS: u32 = 32u; // rows per workgroup, one per thread
+const MF_ROWS: u32 = 16u; // rows per workgroup, one per thread
 
 struct MfLayer {
     w: u32,      // offset of W (out, in) in the flat parameters
@@ -46,9 +46,28 @@ struct MfParams {
 @group(0) @binding(3) var<storage, read_write> mf_partials: array<f32>;  // (G, P + 1)
 @group(0) @binding(4) var<uniform> mf: MfParams;
 
-var<workgroup> mf_dz: array<f32, 1024>;  // (MF_ROWS, MF_MAXW) the layer's output gradient per row
-var<workgroup> mf_in: array<f32, 1024>;  // (MF_ROWS, MF_MAXW) the layer's input per row
-var<workgroup> mf_loss: array<f32, 32>;  // (MF_ROWS) row losses
+var<workgroup> mf_dz: array<f32, 512>;  // (MF_ROWS, MF_MAXW) the layer's output gradient per row
+var<workgroup> mf_in: array<f32, 512>;  // (MF_ROWS, MF_MAXW) the layer's input per row
+var<workgroup> mf_loss: array<f32, 16>; // (MF_ROWS) row losses
+
+// The dot products below keep four partial sums: one running sum would make every
+// multiply-add wait for the one before it, and these loops are the kernel's whole cost.
+
+// b[o] + Σ_i W[o, i]·a[base + i] for the layer at (w, fan_in).
+fn mf_neuron(w: u32, fan_in: u32, bias: f32, a: ptr<function, array<f32, 160>>, base: u32) -> f32 {
+    var s = vec4<f32>(bias, 0.0, 0.0, 0.0);
+    var i = 0u;
+    while (i + 4u <= fan_in) {
+        s += vec4<f32>(mf_w[w + i], mf_w[w + i + 1u], mf_w[w + i + 2u], mf_w[w + i + 3u])
+           * vec4<f32>((*a)[base + i], (*a)[base + i + 1u], (*a)[base + i + 2u], (*a)[base + i + 3u]);
+        i += 4u;
+    }
+    while (i < fan_in) {
+        s.x += mf_w[w + i] * (*a)[base + i];
+        i += 1u;
+    }
+    return (s.x + s.y) + (s.z + s.w);
+}
 
 fn mf_act(z: f32) -> f32 {
     if (mf.act == 1u) { return z * sigmoid(z); }
@@ -72,7 +91,7 @@ fn mf_act_grad(z: f32) -> f32 {
     return select(0.0, 1.0, z > 0.0);
 }
 
-@compute @workgroup_size(32)
+@compute @workgroup_size(16)
 fn mlp_fused_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>,
                   @builtin(num_workgroups) nwg: vec3<u32>) {
     let g = row_index(wg, nwg);
@@ -91,10 +110,7 @@ fn mlp_fused_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_
     for (var l = 0u; l < mf.layers; l++) {
         let ly = mf.layer[l];
         for (var o = 0u; o < ly.out; o++) {
-            var s = mf_w[ly.b + o];
-            for (var i = 0u; i < ly.fan_in; i++) {
-                s += mf_w[ly.w + o * ly.fan_in + i] * a[l * MF_MAXW + i];
-            }
+            let s = mf_neuron(ly.w + o * ly.fan_in, ly.fan_in, mf_w[ly.b + o], &a, l * MF_MAXW);
             z[l * MF_MAXW + o] = s;
             a[(l + 1u) * MF_MAXW + o] = select(mf_act(s), s, l == last);
         }
@@ -149,9 +165,12 @@ fn mlp_fused_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_
         for (var e = lid; e < ly.out * ly.fan_in; e += MF_ROWS) {
             let o = e / ly.fan_in;
             let i = e % ly.fan_in;
-            var acc = 0.0;
-            for (var k = 0u; k < MF_ROWS; k++) { acc += mf_dz[k * MF_MAXW + o] * mf_in[k * MF_MAXW + i]; }
-            mf_partials[slot + ly.w + e] = acc;
+            var acc = vec4<f32>(0.0);
+            for (var k = 0u; k < MF_ROWS; k += 4u) {
+                acc += vec4<f32>(mf_dz[k * MF_MAXW + o], mf_dz[(k + 1u) * MF_MAXW + o], mf_dz[(k + 2u) * MF_MAXW + o], mf_dz[(k + 3u) * MF_MAXW + o])
+                     * vec4<f32>(mf_in[k * MF_MAXW + i], mf_in[(k + 1u) * MF_MAXW + i], mf_in[(k + 2u) * MF_MAXW + i], mf_in[(k + 3u) * MF_MAXW + i]);
+            }
+            mf_partials[slot + ly.w + e] = (acc.x + acc.y) + (acc.z + acc.w);
         }
         for (var o = lid; o < ly.out; o += MF_ROWS) {
             var acc = 0.0;
@@ -161,9 +180,19 @@ fn mlp_fused_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_
         if (l > 0u) {
             // dh = W_lᵀ·dz, then through the previous layer's activation.
             for (var i = 0u; i < ly.fan_in; i++) {
-                var acc = 0.0;
-                for (var o = 0u; o < ly.out; o++) { acc += mf_w[ly.w + o * ly.fan_in + i] * d[o]; }
-                dn[i] = acc * mf_act_grad(z[(l - 1u) * MF_MAXW + i]);
+                var acc = vec4<f32>(0.0);
+                var o = 0u;
+                while (o + 4u <= ly.out) {
+                    let f = ly.fan_in;
+                    acc += vec4<f32>(mf_w[ly.w + o * f + i], mf_w[ly.w + (o + 1u) * f + i], mf_w[ly.w + (o + 2u) * f + i], mf_w[ly.w + (o + 3u) * f + i])
+                         * vec4<f32>(d[o], d[o + 1u], d[o + 2u], d[o + 3u]);
+                    o += 4u;
+                }
+                while (o < ly.out) {
+                    acc.x += mf_w[ly.w + o * ly.fan_in + i] * d[o];
+                    o += 1u;
+                }
+                dn[i] = ((acc.x + acc.y) + (acc.z + acc.w)) * mf_act_grad(z[(l - 1u) * MF_MAXW + i]);
             }
             for (var i = 0u; i < ly.fan_in; i++) { d[i] = dn[i]; }
         }

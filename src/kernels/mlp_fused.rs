@@ -17,7 +17,7 @@ pub const KERNELS: &[&Kernel] = &[&MLP_FUSED_ROWS, &MLP_FUSED_REDUCE];
 pub const MAX_WIDTH: usize = 32;
 pub const MAX_LAYERS: usize = 4;
 /// Rows per workgroup of `mlp_fused_rows`.
-const ROWS: usize = 32;
+const ROWS: usize = 16;
 
 /// One layer: where its weight (out, in) and bias (out) lie in the flat parameters.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -57,7 +57,7 @@ struct MfParams {
     layer: [[u32; 4]; MAX_LAYERS],
 }
 
-/// The two dispatches: partial gradients and loss per 32 rows into `partials`
+/// The two dispatches: partial gradients and loss per 16 rows into `partials`
 /// (G, P + 1), then `grads` (P) += their sum and `loss` (1) = the mean loss.
 #[allow(clippy::too_many_arguments)]
 pub fn mlp_fused(
