@@ -1,8 +1,10 @@
 // helpers.mjs — what the end-to-end test files share: Chromium flags, a result log, polling
 // the page's state (window.kilnPage.summary()), canvas probes and the closing report.
 
+import fs from 'node:fs/promises';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
+import { serve } from './server.mjs';
 
 export const OUT = 'test-output';
 export const ARGS = ['--headless=new', '--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-dev-shm-usage'];
@@ -97,4 +99,26 @@ export async function run(suite, main) {
     log(`FAIL setup: ${e.message}`);
   }
   report(suite);
+}
+
+/**
+ * Serves the Trunk build in `dist` on 127.0.0.1 (under the strict CSP), starts Chromium with
+ * WebGPU, opens the page, and runs `fn({ server, browser, page, errors })`; then closes both.
+ */
+export async function withPlayground(dist, fn) {
+  await fs.mkdir(OUT, { recursive: true });
+  await fs.access(path.join(dist, 'index.html')).catch(() => {
+    throw new Error(`${dist}/index.html is missing: run \`trunk build --release\` first`);
+  });
+  const server = await serve(dist);
+  const browser = await launch();
+  try {
+    const errors = [];
+    const page = await newPage(browser, { errors });
+    await page.goto(server.url);
+    await fn({ server, browser, page, errors });
+  } finally {
+    await browser.close();
+    await server.close();
+  }
 }

@@ -6,22 +6,12 @@
 
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { serve } from './server.mjs';
-import { OUT, ARGS, launch, assert, test, until, summary, heatPixels, tinted, lossInk, mean, newPage, run } from './helpers.mjs';
+import { OUT, ARGS, launch, assert, test, until, summary, heatPixels, tinted, lossInk, mean, newPage, run, withPlayground } from './helpers.mjs';
 
 const DIST = process.argv[2] ?? 'dist';
 
 async function main() {
-  await fs.mkdir(OUT, { recursive: true });
-  await fs.access(path.join(DIST, 'index.html')).catch(() => {
-    throw new Error(`${DIST}/index.html is missing: run \`trunk build --release\` first`);
-  });
-  const server = await serve(DIST);
-  const browser = await launch();
-  try {
-    const errors = [];
-    const page = await newPage(browser, { errors });
-    await page.goto(server.url);
+  await withPlayground(DIST, async ({ server, browser, page, errors }) => {
 
     await test('page loads and builds the mlp-spiral preset', page, async () => {
       await until(page, () => window.kilnPage?.summary().info && window.kilnPage.summary().heatmaps > 0, null, 'the first run and its heatmaps', 60_000);
@@ -191,10 +181,7 @@ async function main() {
     await test('no uncaught page errors', null, async () => {
       assert(unexpected.length === 0, `page errors: ${unexpected.slice(0, 3).join(' | ')}`);
     });
-  } finally {
-    await browser.close();
-    await server.close();
-  }
+  });
 }
 
 await run('playground', main);

@@ -3,8 +3,7 @@
 // frozen, and the page opened from an insecure (plain-http, non-localhost) origin.
 //   node tests/e2e/resilience.test.mjs [dist-dir]
 
-import { serve } from './server.mjs';
-import { WEBGPU, launch, assert, test, until, summary, newPage, run } from './helpers.mjs';
+import { WEBGPU, launch, assert, test, until, summary, run, withPlayground } from './helpers.mjs';
 
 const DIST = process.argv[2] ?? 'dist';
 
@@ -26,12 +25,7 @@ const setHidden = (page, hidden) =>
 const advances = (page, n, more, what) => until(page, ([a, b]) => window.kilnPage.summary().step > a + b, [n, more], what, 90_000);
 
 async function main() {
-  const server = await serve(DIST);
-  const browser = await launch();
-  try {
-    const errors = [];
-    const page = await newPage(browser, { errors });
-    await page.goto(server.url);
+  await withPlayground(DIST, async ({ server, browser, page, errors }) => {
     await until(page, () => window.kilnPage?.summary().info && window.kilnPage.summary().heatmaps > 0, null, 'the first run', 60_000);
     // A small batch keeps SwiftShader quick.
     await page.fill('#batch', '32');
@@ -98,10 +92,7 @@ async function main() {
         await insecure.close();
       }
     });
-  } finally {
-    await browser.close();
-    await server.close();
-  }
+  });
 }
 
 await run('resilience', main);
