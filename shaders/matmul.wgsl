@@ -26,7 +26,7 @@ struct MatmulParams {
     m: u32,
     n: u32,
     k: u32,
-    flags: u32,      // MM_TRANS_A | MM_TRANS_B | MM_ACCUMULATE
+    flags: u32,      // MM_TRANS_A | MM_TRANS_B | MM_ACCUMULATE | MM_ALIGNED
     alpha: f32,
     batch: u32,
     splits: u32,     // k chunks (1 = no split)
@@ -40,6 +40,7 @@ struct MatmulParams {
 const MM_TRANS_A: u32 = 1u;
 const MM_TRANS_B: u32 = 2u;
 const MM_ACCUMULATE: u32 = 4u;
+const MM_ALIGNED: u32 = 8u; // matmul_128 only: m, n multiples of 128, k and k_chunk of 8: no edge tiles
 const MM_TILE: u32 = 64u; // output rows and columns per workgroup
 const MM_KT: u32 = 16u;   // k per workgroup-memory step
 
@@ -177,11 +178,28 @@ fn mm_big_pos(e: u32, along_k: bool) -> vec2<u32> {
     return vec2<u32>(e % MM_BIG, e / MM_BIG);
 }
 
+// op(A)[row, kg] with no range check, for aligned products (every index is inside).
+fn mm_a_at(off: u32, row: u32, kg: u32) -> f32 {
+    if ((mm.flags & MM_TRANS_A) != 0u) { return mm_a[off + kg * mm.m + row]; }
+    return mm_a[off + row * mm.k + kg];
+}
+
+// op(B)[kg, col] with no range check, for aligned products.
+fn mm_b_at(off: u32, kg: u32, col: u32) -> f32 {
+    if ((mm.flags & MM_TRANS_B) != 0u) { return mm_b[off + col * mm.k + kg]; }
+    return mm_b[off + kg * mm.n + col];
+}
+
 fn mm_big_fetch_a(s: MmSlot, row0: u32, k0: u32, lid: u32, along_k: bool) -> vec4<f32> {
     let p0 = mm_big_pos(lid, along_k);
     let p1 = mm_big_pos(lid + 256u, along_k);
     let p2 = mm_big_pos(lid + 512u, along_k);
     let p3 = mm_big_pos(lid + 768u, along_k);
+    if ((mm.flags & MM_ALIGNED) != 0u) {
+        return vec4<f32>(
+            mm_a_at(s.a_off, row0 + p0.x, k0 + p0.y), mm_a_at(s.a_off, row0 + p1.x, k0 + p1.y),
+            mm_a_at(s.a_off, row0 + p2.x, k0 + p2.y), mm_a_at(s.a_off, row0 + p3.x, k0 + p3.y));
+    }
     return vec4<f32>(
         mm_load_a(s.a_off, row0 + p0.x, k0 + p0.y, s.k_end),
         mm_load_a(s.a_off, row0 + p1.x, k0 + p1.y, s.k_end),
@@ -194,6 +212,11 @@ fn mm_big_fetch_b(s: MmSlot, col0: u32, k0: u32, lid: u32, along_k: bool) -> vec
     let p1 = mm_big_pos(lid + 256u, along_k);
     let p2 = mm_big_pos(lid + 512u, along_k);
     let p3 = mm_big_pos(lid + 768u, along_k);
+    if ((mm.flags & MM_ALIGNED) != 0u) {
+        return vec4<f32>(
+            mm_b_at(s.b_off, k0 + p0.y, col0 + p0.x), mm_b_at(s.b_off, k0 + p1.y, col0 + p1.x),
+            mm_b_at(s.b_off, k0 + p2.y, col0 + p2.x), mm_b_at(s.b_off, k0 + p3.y, col0 + p3.x));
+    }
     return vec4<f32>(
         mm_load_b(s.b_off, k0 + p0.y, col0 + p0.x, s.k_end),
         mm_load_b(s.b_off, k0 + p1.y, col0 + p1.x, s.k_end),

@@ -27,6 +27,7 @@ const KT: usize = 16;
 const TRANS_A: u32 = 1;
 const TRANS_B: u32 = 2;
 const ACCUMULATE: u32 = 4;
+const ALIGNED: u32 = 8;
 
 /// One (batched) product. Build with `MatmulDesc::new(m, n, k)` and the flag methods.
 ///
@@ -301,7 +302,9 @@ fn product(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, d: &MatmulDesc, tile: 
     // Workgroups per matrix: output tiles, or 64-element groups for `matmul_small`.
     let tiles = if tile == SMALL { super::groups_1d(d.m * d.n) as usize } else { d.m.div_ceil(tile) * d.n.div_ceil(tile) };
     let [x, y, _] = gpu.grid(u32::try_from(tiles).map_err(|_| KilnError::invalid("m", "too many output tiles"))?);
-    let flags = u32::from(d.trans_a) * TRANS_A + u32::from(d.trans_b) * TRANS_B + u32::from(d.accumulate) * ACCUMULATE;
+    // The 128 tile skips its range checks when no tile or k step reaches past the matrix.
+    let aligned = tile == 128 && d.m % 128 == 0 && d.n % 128 == 0 && d.k % 8 == 0 && k_chunk % 8 == 0;
+    let flags = u32::from(d.trans_a) * TRANS_A + u32::from(d.trans_b) * TRANS_B + u32::from(d.accumulate) * ACCUMULATE + u32::from(aligned) * ALIGNED;
     let params = MatmulParams {
         m: d.m as u32,
         n: d.n as u32,
