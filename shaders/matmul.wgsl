@@ -48,6 +48,10 @@ const MM_KT: u32 = 16u;   // k per workgroup-memory step
 @group(0) @binding(1) var<storage, read> mm_b: array<f32>;        // (batch, K, N), or (batch, N, K) with trans_b
 @group(0) @binding(2) var<storage, read_write> mm_c: array<f32>; // (batch, M, N)
 @group(0) @binding(3) var<uniform> mm: MatmulParams;
+// matmul_128 only: A and B again, read four floats at a time when the product is aligned
+// (otherwise the host binds a 16-byte placeholder here).
+@group(0) @binding(4) var<storage, read> mm_a4: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read> mm_b4: array<vec4<f32>>;
 
 // Which batch, split and k range workgroup row wg.z computes; valid == false for grid padding.
 struct MmSlot {
@@ -178,28 +182,26 @@ fn mm_big_pos(e: u32, along_k: bool) -> vec2<u32> {
     return vec2<u32>(e % MM_BIG, e / MM_BIG);
 }
 
-// op(A)[row, kg] with no range check, for aligned products (every index is inside).
-fn mm_a_at(off: u32, row: u32, kg: u32) -> f32 {
-    if ((mm.flags & MM_TRANS_A) != 0u) { return mm_a[off + kg * mm.m + row]; }
-    return mm_a[off + row * mm.k + kg];
+// Aligned products (MM_ALIGNED) load one vec4 per thread per operand and step: four
+// consecutive k of one row of A (stored (M, K)) or B (stored (N, K)), or four consecutive
+// rows/columns at one k when the operand is stored k-major ((K, M) for A, (K, N) for B).
+// Thread lid: along k, row lid / 2 and k half lid % 2; k-major, k lid / 32 and vec4 lid % 32.
+fn mm_v4_a(s: MmSlot, row0: u32, k0: u32, lid: u32, along_k: bool) -> vec4<f32> {
+    if (along_k) { return mm_a4[(s.a_off + (row0 + lid / 2u) * mm.k + k0 + (lid % 2u) * 4u) / 4u]; }
+    return mm_a4[(s.a_off + (k0 + lid / 32u) * mm.m + row0) / 4u + lid % 32u];
 }
 
-// op(B)[kg, col] with no range check, for aligned products.
-fn mm_b_at(off: u32, kg: u32, col: u32) -> f32 {
-    if ((mm.flags & MM_TRANS_B) != 0u) { return mm_b[off + col * mm.k + kg]; }
-    return mm_b[off + kg * mm.n + col];
+fn mm_v4_b(s: MmSlot, col0: u32, k0: u32, lid: u32, along_k: bool) -> vec4<f32> {
+    if (along_k) { return mm_b4[(s.b_off + (col0 + lid / 2u) * mm.k + k0 + (lid % 2u) * 4u) / 4u]; }
+    return mm_b4[(s.b_off + (k0 + lid / 32u) * mm.n + col0) / 4u + lid % 32u];
 }
 
 fn mm_big_fetch_a(s: MmSlot, row0: u32, k0: u32, lid: u32, along_k: bool) -> vec4<f32> {
+    if ((mm.flags & MM_ALIGNED) != 0u) { return mm_v4_a(s, row0, k0, lid, along_k); }
     let p0 = mm_big_pos(lid, along_k);
     let p1 = mm_big_pos(lid + 256u, along_k);
     let p2 = mm_big_pos(lid + 512u, along_k);
     let p3 = mm_big_pos(lid + 768u, along_k);
-    if ((mm.flags & MM_ALIGNED) != 0u) {
-        return vec4<f32>(
-            mm_a_at(s.a_off, row0 + p0.x, k0 + p0.y), mm_a_at(s.a_off, row0 + p1.x, k0 + p1.y),
-            mm_a_at(s.a_off, row0 + p2.x, k0 + p2.y), mm_a_at(s.a_off, row0 + p3.x, k0 + p3.y));
-    }
     return vec4<f32>(
         mm_load_a(s.a_off, row0 + p0.x, k0 + p0.y, s.k_end),
         mm_load_a(s.a_off, row0 + p1.x, k0 + p1.y, s.k_end),
@@ -208,15 +210,11 @@ fn mm_big_fetch_a(s: MmSlot, row0: u32, k0: u32, lid: u32, along_k: bool) -> vec
 }
 
 fn mm_big_fetch_b(s: MmSlot, col0: u32, k0: u32, lid: u32, along_k: bool) -> vec4<f32> {
+    if ((mm.flags & MM_ALIGNED) != 0u) { return mm_v4_b(s, col0, k0, lid, along_k); }
     let p0 = mm_big_pos(lid, along_k);
     let p1 = mm_big_pos(lid + 256u, along_k);
     let p2 = mm_big_pos(lid + 512u, along_k);
     let p3 = mm_big_pos(lid + 768u, along_k);
-    if ((mm.flags & MM_ALIGNED) != 0u) {
-        return vec4<f32>(
-            mm_b_at(s.b_off, k0 + p0.y, col0 + p0.x), mm_b_at(s.b_off, k0 + p1.y, col0 + p1.x),
-            mm_b_at(s.b_off, k0 + p2.y, col0 + p2.x), mm_b_at(s.b_off, k0 + p3.y, col0 + p3.x));
-    }
     return vec4<f32>(
         mm_load_b(s.b_off, k0 + p0.y, col0 + p0.x, s.k_end),
         mm_load_b(s.b_off, k0 + p1.y, col0 + p1.x, s.k_end),
@@ -225,6 +223,20 @@ fn mm_big_fetch_b(s: MmSlot, col0: u32, k0: u32, lid: u32, along_k: bool) -> vec
 }
 
 fn mm_big_put_a(lid: u32, along_k: bool, v: vec4<f32>) {
+    if ((mm.flags & MM_ALIGNED) != 0u) {
+        // Stored as loaded: a k-major vec4 as is, a vec4 along k spread over four k rows.
+        if (!along_k) {
+            mm_big_a[(lid / 32u) * MM_ROW128 + lid % 32u] = v;
+            return;
+        }
+        let i = lid / 2u;
+        let k = (lid % 2u) * 4u;
+        mm_big_a[k * MM_ROW128 + i / 4u][i % 4u] = v.x;
+        mm_big_a[(k + 1u) * MM_ROW128 + i / 4u][i % 4u] = v.y;
+        mm_big_a[(k + 2u) * MM_ROW128 + i / 4u][i % 4u] = v.z;
+        mm_big_a[(k + 3u) * MM_ROW128 + i / 4u][i % 4u] = v.w;
+        return;
+    }
     var p = mm_big_pos(lid, along_k);
     mm_big_a[p.y * MM_ROW128 + p.x / 4u][p.x % 4u] = v.x;
     p = mm_big_pos(lid + 256u, along_k);
@@ -236,6 +248,20 @@ fn mm_big_put_a(lid: u32, along_k: bool, v: vec4<f32>) {
 }
 
 fn mm_big_put_b(lid: u32, along_k: bool, v: vec4<f32>) {
+    if ((mm.flags & MM_ALIGNED) != 0u) {
+        // Stored as loaded: a k-major vec4 as is, a vec4 along k spread over four k rows.
+        if (!along_k) {
+            mm_big_b[(lid / 32u) * MM_ROW128 + lid % 32u] = v;
+            return;
+        }
+        let i = lid / 2u;
+        let k = (lid % 2u) * 4u;
+        mm_big_b[k * MM_ROW128 + i / 4u][i % 4u] = v.x;
+        mm_big_b[(k + 1u) * MM_ROW128 + i / 4u][i % 4u] = v.y;
+        mm_big_b[(k + 2u) * MM_ROW128 + i / 4u][i % 4u] = v.z;
+        mm_big_b[(k + 3u) * MM_ROW128 + i / 4u][i % 4u] = v.w;
+        return;
+    }
     var p = mm_big_pos(lid, along_k);
     mm_big_b[p.y * MM_ROW128 + p.x / 4u][p.x % 4u] = v.x;
     p = mm_big_pos(lid + 256u, along_k);

@@ -74,6 +74,8 @@ pub struct Gpu {
     live: Arc<LiveCounters>,
     /// The shared scratch buffer (see `scratch`).
     scratch: Mutex<Option<Tensor>>,
+    /// (4) zeros, bound where a kernel's optional binding is unused (see `placeholder`).
+    placeholder: Mutex<Option<Tensor>>,
 }
 
 impl Gpu {
@@ -128,6 +130,7 @@ impl Gpu {
             lost,
             live: Arc::new(LiveCounters::default()),
             scratch: Mutex::new(None),
+            placeholder: Mutex::new(None),
         })
     }
 
@@ -220,6 +223,16 @@ impl Gpu {
             *slot = Some(self.tensor("scratch", &[len])?);
         }
         Ok(slot.as_ref().expect("just filled").view(name, 0, vec![len]))
+    }
+
+    /// A 4-word read-only tensor for a binding the dispatch does not use (a vec4 binding must
+    /// hold at least 16 bytes, which a small tensor may not).
+    pub fn placeholder(&self) -> Result<Tensor> {
+        let mut slot = self.placeholder.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.is_none() {
+            *slot = Some(self.tensor("placeholder", &[4])?);
+        }
+        Ok(slot.as_ref().expect("just filled").clone())
     }
 
     /// A storage tensor holding `data` (f32 or u32 words).

@@ -14,7 +14,8 @@ use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
 use crate::tensor::Tensor;
 
 pub const MATMUL: Kernel = Kernel { entry: "matmul", family: F, bindings: &[R, R, RW, U] };
-pub const MATMUL_128: Kernel = Kernel { entry: "matmul_128", family: F, bindings: &[R, R, RW, U] };
+/// Bindings 4 and 5 are A and B again, read as vec4s for aligned products (a placeholder else).
+pub const MATMUL_128: Kernel = Kernel { entry: "matmul_128", family: F, bindings: &[R, R, RW, U, R, R] };
 pub const MATMUL_SMALL: Kernel = Kernel { entry: "matmul_small", family: F, bindings: &[R, R, RW, U] };
 pub const MATMUL_SPLIT_REDUCE: Kernel = Kernel { entry: "matmul_split_reduce", family: F, bindings: &[R, RW, U] };
 
@@ -303,7 +304,7 @@ fn product(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, d: &MatmulDesc, tile: 
     let tiles = if tile == SMALL { super::groups_1d(d.m * d.n) as usize } else { d.m.div_ceil(tile) * d.n.div_ceil(tile) };
     let [x, y, _] = gpu.grid(u32::try_from(tiles).map_err(|_| KilnError::invalid("m", "too many output tiles"))?);
     // The 128 tile skips its range checks when no tile or k step reaches past the matrix.
-    let aligned = tile == 128 && d.m % 128 == 0 && d.n % 128 == 0 && d.k % 8 == 0 && k_chunk % 8 == 0;
+    let aligned = tile == 128 && d.m % 128 == 0 && d.n % 128 == 0 && d.k % 8 == 0 && k_chunk % 8 == 0 && d.stride_a % 4 == 0 && d.stride_b % 4 == 0;
     let flags = u32::from(d.trans_a) * TRANS_A + u32::from(d.trans_b) * TRANS_B + u32::from(d.accumulate) * ACCUMULATE + u32::from(aligned) * ALIGNED;
     let params = MatmulParams {
         m: d.m as u32,
@@ -320,12 +321,16 @@ fn product(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, d: &MatmulDesc, tile: 
         split_stride: (d.m * d.n) as u32,
     };
     let uniform = gpu.uniform("matmul params", &params);
-    let kernel = match tile {
-        SMALL => &MATMUL_SMALL,
-        128 => &MATMUL_128,
-        _ => &MATMUL,
-    };
-    gpu.op(kernel, &[T(a), T(b), T(c), Uni(&uniform)], [x, y, (d.batch * splits) as u32])
+    let groups = [x, y, (d.batch * splits) as u32];
+    match tile {
+        SMALL => gpu.op(&MATMUL_SMALL, &[T(a), T(b), T(c), Uni(&uniform)], groups),
+        128 => {
+            // The vec4 bindings see A and B when the kernel reads them (aligned), else a placeholder.
+            let (a4, b4) = if aligned { (a.clone(), b.clone()) } else { (gpu.placeholder()?, gpu.placeholder()?) };
+            gpu.op(&MATMUL_128, &[T(a), T(b), T(c), Uni(&uniform), T(&a4), T(&b4)], groups)
+        }
+        _ => gpu.op(&MATMUL, &[T(a), T(b), T(c), Uni(&uniform)], groups),
+    }
 }
 
 /// Checks that `t` covers `batch` matrices of `size` elements spaced `stride` apart.
