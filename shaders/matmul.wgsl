@@ -222,6 +222,8 @@ fn mm_big_fetch_b(s: MmSlot, col0: u32, k0: u32, lid: u32, along_k: bool) -> vec
         mm_load_b(s.b_off, k0 + p3.y, col0 + p3.x, s.k_end));
 }
 
+// mm_big_put_a and mm_big_put_b differ only in the tile they write: WGSL cannot pass a
+// workgroup pointer to a function, so each tile has its own.
 fn mm_big_put_a(lid: u32, along_k: bool, v: vec4<f32>) {
     if ((mm.flags & MM_ALIGNED) != 0u) {
         // Stored as loaded: a k-major vec4 as is, a vec4 along k spread over four k rows.

@@ -74,7 +74,7 @@ struct AdamParams {
     weight_decay: f32,
     t: f32,        // step number, 1 on the first update (a whole number)
     max_norm: f32, // 0: no clipping
-    _pad: f32,
+    decay_end: u32, // elements [0, decay_end) decay; the rest (norms, biases) do not
 };
 
 @group(0) @binding(0) var<storage, read_write> adam_w: array<f32>; // (N) weights
@@ -112,7 +112,8 @@ fn adamw_update(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
     let v_hat = v / (1.0 - int_pow(p.beta2, p.t));
     // Decoupled decay on the old weight (PyTorch: w *= 1 − lr·wd, then the Adam step).
     let w = adam_w[i];
-    adam_w[i] = w - p.lr * p.weight_decay * w - p.lr * m_hat / (sqrt(v_hat) + p.eps);
+    let wd = select(0.0, p.weight_decay, i < p.decay_end);
+    adam_w[i] = w - p.lr * wd * w - p.lr * m_hat / (sqrt(v_hat) + p.eps);
 }
 
 // ---- sgd_update: PyTorch SGD (L2 weight decay into g, momentum buf = μ·buf + g, no dampening) ----

@@ -72,10 +72,10 @@ pub struct Gpu {
     lost: Arc<Mutex<Option<String>>>,
     /// Storage buffers alive (see `live.rs`).
     live: Arc<LiveCounters>,
-    /// The shared scratch buffer (see `scratch`).
-    scratch: Mutex<Option<Tensor>>,
-    /// (4) zeros, bound where a kernel's optional binding is unused (see `placeholder`).
-    placeholder: Mutex<Option<Tensor>>,
+    /// The shared scratch buffer (see shared_buffers.rs).
+    pub(crate) scratch: Mutex<Option<Tensor>>,
+    /// (4) zeros, bound where a kernel's optional binding is unused (see shared_buffers.rs).
+    pub(crate) placeholder: Mutex<Option<Tensor>>,
 }
 
 impl Gpu {
@@ -211,28 +211,6 @@ impl Gpu {
             mapped_at_creation: false,
         });
         Ok(Tensor::new(Tracked::new(buffer, &self.live), name, shape.to_vec()))
-    }
-
-    /// A view of `len` words of one scratch buffer shared by every caller, for data that lives
-    /// only from one dispatch to the next (split-K partial products). Dispatches run in
-    /// submission order with barriers between them, so one buffer serves every product; it
-    /// grows when a larger one is asked for (ops built earlier keep the old one alive).
-    pub fn scratch(&self, name: &str, len: usize) -> Result<Tensor> {
-        let mut slot = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
-        if slot.as_ref().is_none_or(|s| s.len() < len) {
-            *slot = Some(self.tensor("scratch", &[len])?);
-        }
-        Ok(slot.as_ref().expect("just filled").view(name, 0, vec![len]))
-    }
-
-    /// A 4-word read-only tensor for a binding the dispatch does not use (a vec4 binding must
-    /// hold at least 16 bytes, which a small tensor may not).
-    pub fn placeholder(&self) -> Result<Tensor> {
-        let mut slot = self.placeholder.lock().unwrap_or_else(|p| p.into_inner());
-        if slot.is_none() {
-            *slot = Some(self.tensor("placeholder", &[4])?);
-        }
-        Ok(slot.as_ref().expect("just filled").clone())
     }
 
     /// A storage tensor holding `data` (f32 or u32 words).

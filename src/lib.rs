@@ -19,6 +19,7 @@ pub mod readback;
 pub mod recovery;
 pub mod rng;
 mod shader_modules;
+mod shared_buffers;
 pub mod share;
 pub mod snapshot;
 pub mod tensor;

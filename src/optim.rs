@@ -71,7 +71,7 @@ impl OptimConfig {
             ensure((0.0..=1.0).contains(&min_lr_fraction), "optimizer.schedule.min_lr_fraction", || format!("must be in [0, 1], got {min_lr_fraction}"))?;
         }
         // The kernels' own parameter checks name beta1/beta2/eps/momentum/weight_decay.
-        self.adamw(1, true).map(|_| ())?;
+        self.adamw(1, u32::MAX).map(|_| ())?;
         self.sgd(1, true).map(|_| ())
     }
 
@@ -92,16 +92,17 @@ impl OptimConfig {
         }
     }
 
-    fn adamw(&self, t: u64, decay: bool) -> Result<AdamWParams> {
+    /// AdamW's uniforms for step `t`, decaying the flat elements before `decay_end`.
+    fn adamw(&self, t: u64, decay_end: u32) -> Result<AdamWParams> {
         let p = AdamWParams {
             lr: self.lr_at(t),
             beta1: self.beta1,
             beta2: self.beta2,
             eps: self.eps,
-            weight_decay: if decay { self.weight_decay } else { 0.0 },
+            weight_decay: self.weight_decay,
             t: t as f32,
             max_norm: self.clip,
-            pad: 0.0,
+            decay_end,
         };
         crate::kernels::optimizer::Validate::validate(&p)?;
         Ok(p)
@@ -115,7 +116,9 @@ impl OptimConfig {
 }
 
 enum Update {
-    Adamw(UniformOp<AdamWParams>, bool),
+    /// One dispatch over the whole flat buffer; decay stops at the given element.
+    Adamw(UniformOp<AdamWParams>, u32),
+    /// One dispatch per range (decay, no decay).
     Sgd(UniformOp<SgdParams>, bool),
 }
 
@@ -140,17 +143,22 @@ impl Optimizer {
             ops_before_update.push(gradient_scale(gpu, &params.grads, 1.0 / cfg.accumulation as f32)?);
         }
         ops_before_update.extend(grad_norm_squared(gpu, &grads, &partials, &norm_sq)?);
-        let [w0, w1] = params.ranges(&params.weights);
-        let [g0, g1] = params.ranges(&params.grads);
-        let [m0, m1] = params.ranges(&params.m);
-        let [v0, v1] = params.ranges(&params.v);
         let mut updates = vec![];
-        for (decay, w, g, m, v) in [(true, w0, g0, m0, v0), (false, w1, g1, m1, v1)] {
-            let (Some(w), Some(g), Some(m), Some(v)) = (w, g, m, v) else { continue };
-            updates.push(match cfg.kind {
-                OptimizerKind::Adamw => Update::Adamw(adamw_update(gpu, &w, &g, &m, &v, &norm_sq, &cfg.adamw(1, decay)?)?, decay),
-                OptimizerKind::Sgd => Update::Sgd(sgd_update(gpu, &w, &g, Some(&m), &norm_sq, &cfg.sgd(1, decay)?)?, decay),
-            });
+        match cfg.kind {
+            OptimizerKind::Adamw => {
+                let decay_end = params.decay_end as u32;
+                let (w, g, m, v) = (&params.weights, &params.grads, &params.m, &params.v);
+                updates.push(Update::Adamw(adamw_update(gpu, w, g, m, v, &norm_sq, &cfg.adamw(1, decay_end)?)?, decay_end));
+            }
+            OptimizerKind::Sgd => {
+                let [w0, w1] = params.ranges(&params.weights);
+                let [g0, g1] = params.ranges(&params.grads);
+                let [m0, m1] = params.ranges(&params.m);
+                for (decay, w, g, m) in [(true, w0, g0, m0), (false, w1, g1, m1)] {
+                    let (Some(w), Some(g), Some(m)) = (w, g, m) else { continue };
+                    updates.push(Update::Sgd(sgd_update(gpu, &w, &g, Some(&m), &norm_sq, &cfg.sgd(1, decay)?)?, decay));
+                }
+            }
         }
         Ok(Optimizer { cfg, norm_sq, ops_before_update, updates })
     }
@@ -167,7 +175,7 @@ impl Optimizer {
     pub fn prepare(&self, gpu: &Gpu, t: u64) -> Result<()> {
         for u in &self.updates {
             match u {
-                Update::Adamw(op, decay) => op.set(gpu, &self.cfg.adamw(t, *decay)?)?,
+                Update::Adamw(op, decay_end) => op.set(gpu, &self.cfg.adamw(t, *decay_end)?)?,
                 Update::Sgd(op, decay) => op.set(gpu, &self.cfg.sgd(t, *decay)?)?,
             }
         }

@@ -35,13 +35,14 @@ pub struct AdamWParams {
     pub weight_decay: f32,
     pub t: f32,
     pub max_norm: f32,
-    pub pad: f32,
+    /// Elements [0, decay_end) get weight decay; the rest (norms, biases) do not. u32::MAX: all.
+    pub decay_end: u32,
 }
 
 impl AdamWParams {
     /// PyTorch's defaults (betas 0.9/0.999, eps 1e-8, weight decay 0.01), step 1, no clipping.
     pub fn new(lr: f32) -> AdamWParams {
-        AdamWParams { lr, beta1: 0.9, beta2: 0.999, eps: 1e-8, weight_decay: 0.01, t: 1.0, max_norm: 0.0, pad: 0.0 }
+        AdamWParams { lr, beta1: 0.9, beta2: 0.999, eps: 1e-8, weight_decay: 0.01, t: 1.0, max_norm: 0.0, decay_end: u32::MAX }
     }
 }
 
@@ -257,7 +258,9 @@ pub mod reference {
         let f = clip_factor(norm_sq, p.max_norm as f64);
         for i in 0..w.len() {
             let g = grad[i] * f;
-            w[i] *= 1.0 - lr * wd;
+            if i < p.decay_end as usize {
+                w[i] *= 1.0 - lr * wd;
+            }
             m[i] = b1 * m[i] + (1.0 - b1) * g;
             v[i] = b2 * v[i] + (1.0 - b2) * g * g;
             let m_hat = m[i] / (1.0 - b1.powf(t));

@@ -99,7 +99,8 @@ async fn adamw(gpu: &Gpu, c: &mut Checks) {
             let partials = gpu.tensor("partials", &[reduce::partial_groups(n)]).unwrap();
             let norm_sq = gpu.tensor("norm_sq", &[1]).unwrap();
             let norm_ops = opt::grad_norm_squared(gpu, &[&g], &partials, &norm_sq).unwrap();
-            let mut params = AdamWParams { weight_decay: 0.1, max_norm: max_norm as f32, ..AdamWParams::new(1e-2) };
+            // Decay stops a third of the way in, as it does where the norms and biases begin.
+            let mut params = AdamWParams { weight_decay: 0.1, max_norm: max_norm as f32, decay_end: (n / 3) as u32, ..AdamWParams::new(1e-2) };
             let update = opt::adamw_update(gpu, &w, &g, &m, &v, &norm_sq, &params).unwrap();
             if grid < 65_535 {
                 assert!(update.op.workgroups[1] > 1, "expected a 2-D grid, got {:?}", update.op.workgroups);
