@@ -169,12 +169,14 @@ fn matmul(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: 
 // 256 threads, each an 8x8 block of C: rows ty*4 + {0..3} and 64 + ty*4 + {0..3}, columns
 // tx*4 .. +4 and 64 + tx*4 .. +4, so the vec4 reads of workgroup memory are conflict-free.
 // K advances 8 at a time; the next step's operands are fetched into registers while this
-// step computes. Workgroup memory: 2 x 8 x 33 vec4s = 8.25 KiB (rows padded by one vec4).
+// step computes, and stored into the second of two buffers per operand, so each step needs
+// one barrier. Workgroup memory: 2 operands x 2 buffers x 8 x 32 vec4s = 16 KiB, the web limit.
 const MM_BIG: u32 = 128u;
 const MM_BKT: u32 = 8u;
-const MM_ROW128: u32 = 33u;
-var<workgroup> mm_big_a: array<vec4<f32>, 264>;
-var<workgroup> mm_big_b: array<vec4<f32>, 264>;
+const MM_ROW128: u32 = 32u;
+const MM_BIG_BUF: u32 = 256u; // vec4s in one buffer of a double-buffered operand tile (MM_BKT rows)
+var<workgroup> mm_big_a: array<vec4<f32>, 512>;
+var<workgroup> mm_big_b: array<vec4<f32>, 512>;
 
 // Position (i, kk) in the 128x8 operand tile of element e = lid + r * 256 of a step's load.
 fn mm_big_pos(e: u32, along_k: bool) -> vec2<u32> {
@@ -224,54 +226,54 @@ fn mm_big_fetch_b(s: MmSlot, col0: u32, k0: u32, lid: u32, along_k: bool) -> vec
 
 // mm_big_put_a and mm_big_put_b differ only in the tile they write: WGSL cannot pass a
 // workgroup pointer to a function, so each tile has its own.
-fn mm_big_put_a(lid: u32, along_k: bool, v: vec4<f32>) {
+fn mm_big_put_a(buf: u32, lid: u32, along_k: bool, v: vec4<f32>) {
     if ((mm.flags & MM_ALIGNED) != 0u) {
         // Stored as loaded: a k-major vec4 as is, a vec4 along k spread over four k rows.
         if (!along_k) {
-            mm_big_a[(lid / 32u) * MM_ROW128 + lid % 32u] = v;
+            mm_big_a[buf + (lid / 32u) * MM_ROW128 + lid % 32u] = v;
             return;
         }
         let i = lid / 2u;
         let k = (lid % 2u) * 4u;
-        mm_big_a[k * MM_ROW128 + i / 4u][i % 4u] = v.x;
-        mm_big_a[(k + 1u) * MM_ROW128 + i / 4u][i % 4u] = v.y;
-        mm_big_a[(k + 2u) * MM_ROW128 + i / 4u][i % 4u] = v.z;
-        mm_big_a[(k + 3u) * MM_ROW128 + i / 4u][i % 4u] = v.w;
+        mm_big_a[buf + k * MM_ROW128 + i / 4u][i % 4u] = v.x;
+        mm_big_a[buf + (k + 1u) * MM_ROW128 + i / 4u][i % 4u] = v.y;
+        mm_big_a[buf + (k + 2u) * MM_ROW128 + i / 4u][i % 4u] = v.z;
+        mm_big_a[buf + (k + 3u) * MM_ROW128 + i / 4u][i % 4u] = v.w;
         return;
     }
     var p = mm_big_pos(lid, along_k);
-    mm_big_a[p.y * MM_ROW128 + p.x / 4u][p.x % 4u] = v.x;
+    mm_big_a[buf + p.y * MM_ROW128 + p.x / 4u][p.x % 4u] = v.x;
     p = mm_big_pos(lid + 256u, along_k);
-    mm_big_a[p.y * MM_ROW128 + p.x / 4u][p.x % 4u] = v.y;
+    mm_big_a[buf + p.y * MM_ROW128 + p.x / 4u][p.x % 4u] = v.y;
     p = mm_big_pos(lid + 512u, along_k);
-    mm_big_a[p.y * MM_ROW128 + p.x / 4u][p.x % 4u] = v.z;
+    mm_big_a[buf + p.y * MM_ROW128 + p.x / 4u][p.x % 4u] = v.z;
     p = mm_big_pos(lid + 768u, along_k);
-    mm_big_a[p.y * MM_ROW128 + p.x / 4u][p.x % 4u] = v.w;
+    mm_big_a[buf + p.y * MM_ROW128 + p.x / 4u][p.x % 4u] = v.w;
 }
 
-fn mm_big_put_b(lid: u32, along_k: bool, v: vec4<f32>) {
+fn mm_big_put_b(buf: u32, lid: u32, along_k: bool, v: vec4<f32>) {
     if ((mm.flags & MM_ALIGNED) != 0u) {
         // Stored as loaded: a k-major vec4 as is, a vec4 along k spread over four k rows.
         if (!along_k) {
-            mm_big_b[(lid / 32u) * MM_ROW128 + lid % 32u] = v;
+            mm_big_b[buf + (lid / 32u) * MM_ROW128 + lid % 32u] = v;
             return;
         }
         let i = lid / 2u;
         let k = (lid % 2u) * 4u;
-        mm_big_b[k * MM_ROW128 + i / 4u][i % 4u] = v.x;
-        mm_big_b[(k + 1u) * MM_ROW128 + i / 4u][i % 4u] = v.y;
-        mm_big_b[(k + 2u) * MM_ROW128 + i / 4u][i % 4u] = v.z;
-        mm_big_b[(k + 3u) * MM_ROW128 + i / 4u][i % 4u] = v.w;
+        mm_big_b[buf + k * MM_ROW128 + i / 4u][i % 4u] = v.x;
+        mm_big_b[buf + (k + 1u) * MM_ROW128 + i / 4u][i % 4u] = v.y;
+        mm_big_b[buf + (k + 2u) * MM_ROW128 + i / 4u][i % 4u] = v.z;
+        mm_big_b[buf + (k + 3u) * MM_ROW128 + i / 4u][i % 4u] = v.w;
         return;
     }
     var p = mm_big_pos(lid, along_k);
-    mm_big_b[p.y * MM_ROW128 + p.x / 4u][p.x % 4u] = v.x;
+    mm_big_b[buf + p.y * MM_ROW128 + p.x / 4u][p.x % 4u] = v.x;
     p = mm_big_pos(lid + 256u, along_k);
-    mm_big_b[p.y * MM_ROW128 + p.x / 4u][p.x % 4u] = v.y;
+    mm_big_b[buf + p.y * MM_ROW128 + p.x / 4u][p.x % 4u] = v.y;
     p = mm_big_pos(lid + 512u, along_k);
-    mm_big_b[p.y * MM_ROW128 + p.x / 4u][p.x % 4u] = v.z;
+    mm_big_b[buf + p.y * MM_ROW128 + p.x / 4u][p.x % 4u] = v.z;
     p = mm_big_pos(lid + 768u, along_k);
-    mm_big_b[p.y * MM_ROW128 + p.x / 4u][p.x % 4u] = v.w;
+    mm_big_b[buf + p.y * MM_ROW128 + p.x / 4u][p.x % 4u] = v.w;
 }
 
 @compute @workgroup_size(256)
@@ -298,21 +300,25 @@ fn matmul_128(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) 
     var c50 = vec4<f32>(0.0); var c51 = vec4<f32>(0.0);
     var c60 = vec4<f32>(0.0); var c61 = vec4<f32>(0.0);
     var c70 = vec4<f32>(0.0); var c71 = vec4<f32>(0.0);
+    // Double-buffered: while the workgroup computes from one buffer, each thread stores the
+    // next step's operands (fetched into registers first) into the other; one barrier a step.
     var pa = mm_big_fetch_a(slot, row0, slot.k_begin, lid, a_along_k);
     var pb = mm_big_fetch_b(slot, col0, slot.k_begin, lid, b_along_k);
+    mm_big_put_a(0u, lid, a_along_k, pa);
+    mm_big_put_b(0u, lid, b_along_k, pb);
+    workgroupBarrier();
+    var cur = 0u;
     for (var k0 = slot.k_begin; k0 < slot.k_end; k0 += MM_BKT) {
-        mm_big_put_a(lid, a_along_k, pa);
-        mm_big_put_b(lid, b_along_k, pb);
-        workgroupBarrier();
-        if (k0 + MM_BKT < slot.k_end) {
+        let more = k0 + MM_BKT < slot.k_end;
+        if (more) {
             pa = mm_big_fetch_a(slot, row0, k0 + MM_BKT, lid, a_along_k);
             pb = mm_big_fetch_b(slot, col0, k0 + MM_BKT, lid, b_along_k);
         }
         for (var kk = 0u; kk < MM_BKT; kk++) {
-            let a0 = mm_big_a[kk * MM_ROW128 + ty];
-            let a1 = mm_big_a[kk * MM_ROW128 + 16u + ty];
-            let b0 = mm_big_b[kk * MM_ROW128 + tx];
-            let b1 = mm_big_b[kk * MM_ROW128 + 16u + tx];
+            let a0 = mm_big_a[cur + kk * MM_ROW128 + ty];
+            let a1 = mm_big_a[cur + kk * MM_ROW128 + 16u + ty];
+            let b0 = mm_big_b[cur + kk * MM_ROW128 + tx];
+            let b1 = mm_big_b[cur + kk * MM_ROW128 + 16u + tx];
             c00 += a0.x * b0; c01 += a0.x * b1;
             c10 += a0.y * b0; c11 += a0.y * b1;
             c20 += a0.z * b0; c21 += a0.z * b1;
@@ -322,7 +328,12 @@ fn matmul_128(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) 
             c60 += a1.z * b0; c61 += a1.z * b1;
             c70 += a1.w * b0; c71 += a1.w * b1;
         }
+        if (more) {
+            mm_big_put_a(cur ^ MM_BIG_BUF, lid, a_along_k, pa);
+            mm_big_put_b(cur ^ MM_BIG_BUF, lid, b_along_k, pb);
+        }
         workgroupBarrier();
+        cur = cur ^ MM_BIG_BUF;
     }
     let r0 = row0 + ty * 4u;
     let r1 = row0 + 64u + ty * 4u;
