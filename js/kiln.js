@@ -150,23 +150,21 @@ export class Kiln {
   /** Validates `config`, acquires a WebGPU device and builds the run. Rejects with an Error naming the bad field. */
   static async create(config) {
     const json = configJson(config);
-    await ensureInit();
-    let session;
-    try {
-      session = await bindings.Session.create(json);
-    } catch (e) {
-      throw asError(e);
-    }
-    return new Kiln(TOKEN, session);
+    return Kiln.#open(() => bindings.Session.create(json));
   }
 
   /** A new run from a checkpoint of `save()`, with the checkpoint's own config; it continues exactly. */
   static async fromCheckpoint(bytes) {
     const view = checkpointBytes(bytes);
+    return Kiln.#open(() => bindings.Session.fromCheckpoint(view));
+  }
+
+  /** Loads the wasm if needed, then wraps the session `make()` builds (its errors as Errors). */
+  static async #open(make) {
     await ensureInit();
     let session;
     try {
-      session = await bindings.Session.fromCheckpoint(view);
+      session = await make();
     } catch (e) {
       throw asError(e);
     }

@@ -175,8 +175,10 @@ const MM_BIG: u32 = 128u;
 const MM_BKT: u32 = 8u;
 const MM_ROW128: u32 = 32u;
 const MM_BIG_BUF: u32 = 256u; // vec4s in one buffer of a double-buffered operand tile (MM_BKT rows)
-var<workgroup> mm_big_a: array<vec4<f32>, 512>;
-var<workgroup> mm_big_b: array<vec4<f32>, 512>;
+const MM_BIG_B: u32 = 512u;  // where B's tiles start in mm_big (A's start at 0)
+// (2 operands, 2 buffers, MM_BKT, MM_ROW128) vec4s: one array, so one function stores both
+// (WGSL cannot pass a workgroup pointer to a function).
+var<workgroup> mm_big: array<vec4<f32>, 1024>;
 
 // Position (i, kk) in the 128x8 operand tile of element e = lid + r * 256 of a step's load.
 fn mm_big_pos(e: u32, along_k: bool) -> vec2<u32> {
@@ -224,56 +226,31 @@ fn mm_big_fetch_b(s: MmSlot, col0: u32, k0: u32, lid: u32, along_k: bool) -> vec
         mm_load_b(s.b_off, k0 + p3.y, col0 + p3.x, s.k_end));
 }
 
-// mm_big_put_a and mm_big_put_b differ only in the tile they write: WGSL cannot pass a
-// workgroup pointer to a function, so each tile has its own.
-fn mm_big_put_a(buf: u32, lid: u32, along_k: bool, v: vec4<f32>) {
+// Stores a thread's share of a step's operand tile at `base` of mm_big (an operand's start
+// plus the buffer), as fetched by mm_big_fetch_a / mm_big_fetch_b.
+fn mm_big_put(base: u32, lid: u32, along_k: bool, v: vec4<f32>) {
     if ((mm.flags & MM_ALIGNED) != 0u) {
         // Stored as loaded: a k-major vec4 as is, a vec4 along k spread over four k rows.
         if (!along_k) {
-            mm_big_a[buf + (lid / 32u) * MM_ROW128 + lid % 32u] = v;
+            mm_big[base + (lid / 32u) * MM_ROW128 + lid % 32u] = v;
             return;
         }
         let i = lid / 2u;
         let k = (lid % 2u) * 4u;
-        mm_big_a[buf + k * MM_ROW128 + i / 4u][i % 4u] = v.x;
-        mm_big_a[buf + (k + 1u) * MM_ROW128 + i / 4u][i % 4u] = v.y;
-        mm_big_a[buf + (k + 2u) * MM_ROW128 + i / 4u][i % 4u] = v.z;
-        mm_big_a[buf + (k + 3u) * MM_ROW128 + i / 4u][i % 4u] = v.w;
+        mm_big[base + k * MM_ROW128 + i / 4u][i % 4u] = v.x;
+        mm_big[base + (k + 1u) * MM_ROW128 + i / 4u][i % 4u] = v.y;
+        mm_big[base + (k + 2u) * MM_ROW128 + i / 4u][i % 4u] = v.z;
+        mm_big[base + (k + 3u) * MM_ROW128 + i / 4u][i % 4u] = v.w;
         return;
     }
     var p = mm_big_pos(lid, along_k);
-    mm_big_a[buf + p.y * MM_ROW128 + p.x / 4u][p.x % 4u] = v.x;
+    mm_big[base + p.y * MM_ROW128 + p.x / 4u][p.x % 4u] = v.x;
     p = mm_big_pos(lid + 256u, along_k);
-    mm_big_a[buf + p.y * MM_ROW128 + p.x / 4u][p.x % 4u] = v.y;
+    mm_big[base + p.y * MM_ROW128 + p.x / 4u][p.x % 4u] = v.y;
     p = mm_big_pos(lid + 512u, along_k);
-    mm_big_a[buf + p.y * MM_ROW128 + p.x / 4u][p.x % 4u] = v.z;
+    mm_big[base + p.y * MM_ROW128 + p.x / 4u][p.x % 4u] = v.z;
     p = mm_big_pos(lid + 768u, along_k);
-    mm_big_a[buf + p.y * MM_ROW128 + p.x / 4u][p.x % 4u] = v.w;
-}
-
-fn mm_big_put_b(buf: u32, lid: u32, along_k: bool, v: vec4<f32>) {
-    if ((mm.flags & MM_ALIGNED) != 0u) {
-        // Stored as loaded: a k-major vec4 as is, a vec4 along k spread over four k rows.
-        if (!along_k) {
-            mm_big_b[buf + (lid / 32u) * MM_ROW128 + lid % 32u] = v;
-            return;
-        }
-        let i = lid / 2u;
-        let k = (lid % 2u) * 4u;
-        mm_big_b[buf + k * MM_ROW128 + i / 4u][i % 4u] = v.x;
-        mm_big_b[buf + (k + 1u) * MM_ROW128 + i / 4u][i % 4u] = v.y;
-        mm_big_b[buf + (k + 2u) * MM_ROW128 + i / 4u][i % 4u] = v.z;
-        mm_big_b[buf + (k + 3u) * MM_ROW128 + i / 4u][i % 4u] = v.w;
-        return;
-    }
-    var p = mm_big_pos(lid, along_k);
-    mm_big_b[buf + p.y * MM_ROW128 + p.x / 4u][p.x % 4u] = v.x;
-    p = mm_big_pos(lid + 256u, along_k);
-    mm_big_b[buf + p.y * MM_ROW128 + p.x / 4u][p.x % 4u] = v.y;
-    p = mm_big_pos(lid + 512u, along_k);
-    mm_big_b[buf + p.y * MM_ROW128 + p.x / 4u][p.x % 4u] = v.z;
-    p = mm_big_pos(lid + 768u, along_k);
-    mm_big_b[buf + p.y * MM_ROW128 + p.x / 4u][p.x % 4u] = v.w;
+    mm_big[base + p.y * MM_ROW128 + p.x / 4u][p.x % 4u] = v.w;
 }
 
 @compute @workgroup_size(256)
@@ -304,8 +281,8 @@ fn matmul_128(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) 
     // next step's operands (fetched into registers first) into the other; one barrier a step.
     var pa = mm_big_fetch_a(slot, row0, slot.k_begin, lid, a_along_k);
     var pb = mm_big_fetch_b(slot, col0, slot.k_begin, lid, b_along_k);
-    mm_big_put_a(0u, lid, a_along_k, pa);
-    mm_big_put_b(0u, lid, b_along_k, pb);
+    mm_big_put(0u, lid, a_along_k, pa);
+    mm_big_put(MM_BIG_B, lid, b_along_k, pb);
     workgroupBarrier();
     var cur = 0u;
     for (var k0 = slot.k_begin; k0 < slot.k_end; k0 += MM_BKT) {
@@ -315,10 +292,10 @@ fn matmul_128(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) 
             pb = mm_big_fetch_b(slot, col0, k0 + MM_BKT, lid, b_along_k);
         }
         for (var kk = 0u; kk < MM_BKT; kk++) {
-            let a0 = mm_big_a[cur + kk * MM_ROW128 + ty];
-            let a1 = mm_big_a[cur + kk * MM_ROW128 + 16u + ty];
-            let b0 = mm_big_b[cur + kk * MM_ROW128 + tx];
-            let b1 = mm_big_b[cur + kk * MM_ROW128 + 16u + tx];
+            let a0 = mm_big[cur + kk * MM_ROW128 + ty];
+            let a1 = mm_big[cur + kk * MM_ROW128 + 16u + ty];
+            let b0 = mm_big[MM_BIG_B + cur + kk * MM_ROW128 + tx];
+            let b1 = mm_big[MM_BIG_B + cur + kk * MM_ROW128 + 16u + tx];
             c00 += a0.x * b0; c01 += a0.x * b1;
             c10 += a0.y * b0; c11 += a0.y * b1;
             c20 += a0.z * b0; c21 += a0.z * b1;
@@ -329,8 +306,8 @@ fn matmul_128(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) 
             c70 += a1.w * b0; c71 += a1.w * b1;
         }
         if (more) {
-            mm_big_put_a(cur ^ MM_BIG_BUF, lid, a_along_k, pa);
-            mm_big_put_b(cur ^ MM_BIG_BUF, lid, b_along_k, pb);
+            mm_big_put(cur ^ MM_BIG_BUF, lid, a_along_k, pa);
+            mm_big_put(MM_BIG_B + (cur ^ MM_BIG_BUF), lid, b_along_k, pb);
         }
         workgroupBarrier();
         cur = cur ^ MM_BIG_BUF;
