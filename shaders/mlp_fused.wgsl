@@ -3,11 +3,13 @@
 // models this small every dispatch costs more to encode and launch than its arithmetic, so
 // fewer dispatches is what makes a step fast.
 //
-//   mlp_fused_rows:   one thread per batch row, 16 rows per workgroup. Each thread runs its row
-//                     through every layer, takes the loss and its gradient (cross-entropy with
-//                     labels, or mean squared error), and backpropagates; the workgroup then
-//                     sums its 16 rows' weight and bias gradients (through workgroup memory)
-//                     and its loss, and writes them to its own slot of `partials`.
+//   mlp_fused_rows:   8 batch rows per workgroup, 32 threads per row, one per neuron. Layer by
+//                     layer, each thread computes its neuron for its row from the activations
+//                     in workgroup memory; then the loss and its gradient, and the backward
+//                     pass, where the workgroup sums its rows' weight and bias gradients and
+//                     writes them, with its loss, to its own slot of `partials`. (One thread
+//                     per row, running whole layers, was latency-bound: 36 µs a step for
+//                     mlp-spiral on an H200.)
 //   mlp_fused_reduce: one thread per parameter: grads[p] += Σ over workgroups, in order (no
 //                     float atomics: reproducible); the last thread writes the mean loss.
 //
@@ -19,7 +21,8 @@
 
 const MF_MAXW: u32 = 32u; // widest layer (inputs, hidden, outputs)
 const MF_MAXL: u32 = 4u;  // layers
-const MF_ROWS: u32 = 16u; // rows per workgroup, one per thread
+const MF_ROWS: u32 = 8u;  // rows per workgroup, MF_MAXW threads each
+const MF_PLANE: u32 = MF_ROWS * MF_MAXW; // values in a plane: one per thread
 
 struct MfLayer {
     w: u32,      // offset of W (out, in) in the flat parameters
@@ -46,24 +49,24 @@ struct MfParams {
 @group(0) @binding(3) var<storage, read_write> mf_partials: array<f32>;  // (G, P + 1)
 @group(0) @binding(4) var<uniform> mf: MfParams;
 
-var<workgroup> mf_dz: array<f32, 512>;  // (MF_ROWS, MF_MAXW) the layer's output gradient per row
-var<workgroup> mf_in: array<f32, 512>;  // (MF_ROWS, MF_MAXW) the layer's input per row
-var<workgroup> mf_loss: array<f32, 16>; // (MF_ROWS) row losses
+// Planes of (MF_ROWS, MF_MAXW) values, one per thread: [row * MF_MAXW + neuron].
+var<workgroup> mf_h: array<f32, (MF_MAXL + 1u) * MF_PLANE>;    // (MF_MAXL + 1) planes: layer l's input (l = 0: x; l = L: the output)
+var<workgroup> mf_pre: array<f32, MF_MAXL * MF_PLANE>;  // (MF_MAXL) planes: layer l's pre-activation z
+var<workgroup> mf_grad: array<f32, 2u * MF_PLANE>;  // (2) planes: d loss / d z of the layer being backpropagated, and of the one below
+var<workgroup> mf_loss: array<f32, MF_PLANE>;  // (1) plane: each output's share of its row's loss
 
-// The dot products below keep four partial sums: one running sum would make every
-// multiply-add wait for the one before it, and these loops are the kernel's whole cost.
-
-// b[o] + Σ_i W[o, i]·a[base + i] for the layer at (w, fan_in).
-fn mf_neuron(w: u32, fan_in: u32, bias: f32, a: ptr<function, array<f32, 160>>, base: u32) -> f32 {
+// b + Σ_i W[i]·mf_h[base + i] for one neuron, W at w. Four partial sums: one running sum
+// would make every multiply-add wait for the one before it.
+fn mf_neuron(w: u32, fan_in: u32, bias: f32, base: u32) -> f32 {
     var s = vec4<f32>(bias, 0.0, 0.0, 0.0);
     var i = 0u;
     while (i + 4u <= fan_in) {
         s += vec4<f32>(mf_w[w + i], mf_w[w + i + 1u], mf_w[w + i + 2u], mf_w[w + i + 3u])
-           * vec4<f32>((*a)[base + i], (*a)[base + i + 1u], (*a)[base + i + 2u], (*a)[base + i + 3u]);
+           * vec4<f32>(mf_h[base + i], mf_h[base + i + 1u], mf_h[base + i + 2u], mf_h[base + i + 3u]);
         i += 4u;
     }
     while (i < fan_in) {
-        s.x += mf_w[w + i] * (*a)[base + i];
+        s.x += mf_w[w + i] * mf_h[base + i];
         i += 1u;
     }
     return (s.x + s.y) + (s.z + s.w);
@@ -91,112 +94,112 @@ fn mf_act_grad(z: f32) -> f32 {
     return select(0.0, 1.0, z > 0.0);
 }
 
-@compute @workgroup_size(16)
+// d loss / d output j of the row whose outputs start at y in mf_h (0 for j ≥ outs), and into
+// mf_loss[at] this output's share of the row loss (MSE: its squared error; cross-entropy: the
+// whole row loss at j = 0). A quiet NaN loss for a label out of range: the mean turns NaN and
+// the step is skipped.
+fn mf_loss_grad(r: u32, j: u32, y: u32, outs: u32, at: u32) -> f32 {
+    if (mf.mse == 1u) {
+        if (j >= outs) { mf_loss[at] = 0.0; return 0.0; }
+        let diff = mf_h[y + j] - bitcast<f32>(mf_t[r * outs + j]);
+        mf_loss[at] = diff * diff;
+        return mf.grad_scale * diff;
+    }
+    let t = mf_t[r];
+    let valid = t < outs;
+    var m = -3.402823e38;
+    for (var o = 0u; o < outs; o++) { m = max(m, mf_h[y + o]); }
+    var s = 0.0;
+    for (var o = 0u; o < outs; o++) { s += exp(mf_h[y + o] - m); }
+    let x_t = mf_h[y + select(0u, t, valid)];
+    let row_loss = select(bitcast<f32>(0x7fc00000u | (t & 0x003fffffu)), (m - x_t) + log(s), valid);
+    mf_loss[at] = select(0.0, row_loss, j == 0u);
+    if (j >= outs) { return 0.0; }
+    let p = exp(mf_h[y + j] - m) / s;
+    return select(0.0, (p - select(0.0, 1.0, j == t)) * mf.grad_scale, valid);
+}
+
+@compute @workgroup_size(MF_PLANE)
 fn mlp_fused_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>,
                   @builtin(num_workgroups) nwg: vec3<u32>) {
     let g = row_index(wg, nwg);
     if (g >= mf.groups) { return; } // whole workgroup: barriers stay uniform
-    let r = g * MF_ROWS + lid;
+    let row = lid / MF_MAXW; // this thread's row in the workgroup
+    let j = lid % MF_MAXW;   // and its neuron (input, output) index
+    let r = g * MF_ROWS + row;
     let live = r < mf.rows;
+    let rc = min(r, mf.rows - 1u); // rows past the batch read the last one, and count zero
+    let at = row * MF_MAXW + j;    // this thread's place in a plane
     let slot = g * (mf.total + 1u);
-    // a[l·MAXW + i]: input of layer l (a[0..] = x); z[l·MAXW + o]: its pre-activation.
-    var a: array<f32, 160>;
-    var z: array<f32, 128>;
     let in0 = mf.layer[0].fan_in;
-    for (var i = 0u; i < in0; i++) {
-        a[i] = select(0.0, mf_x[min(r, mf.rows - 1u) * in0 + i], live);
-    }
+    mf_h[at] = select(0.0, mf_x[rc * in0 + min(j, in0 - 1u)], live && j < in0);
+    workgroupBarrier();
     let last = mf.layers - 1u;
     for (var l = 0u; l < mf.layers; l++) {
         let ly = mf.layer[l];
-        for (var o = 0u; o < ly.out; o++) {
-            let s = mf_neuron(ly.w + o * ly.fan_in, ly.fan_in, mf_w[ly.b + o], &a, l * MF_MAXW);
-            z[l * MF_MAXW + o] = s;
-            a[(l + 1u) * MF_MAXW + o] = select(mf_act(s), s, l == last);
+        if (j < ly.out) {
+            let s = mf_neuron(ly.w + j * ly.fan_in, ly.fan_in, mf_w[ly.b + j], l * MF_PLANE + row * MF_MAXW);
+            mf_pre[l * MF_PLANE + at] = s;
+            mf_h[(l + 1u) * MF_PLANE + at] = select(mf_act(s), s, l == last);
         }
+        workgroupBarrier();
     }
 
-    // Loss of this row and d loss / d output (d[o]).
     let outs = mf.layer[last].out;
-    let y = (last + 1u) * MF_MAXW;
-    var d: array<f32, 32>;
-    var row_loss = 0.0;
-    if (mf.mse == 1u) {
-        for (var o = 0u; o < outs; o++) {
-            let diff = a[y + o] - bitcast<f32>(mf_t[min(r, mf.rows - 1u) * outs + o]);
-            row_loss += diff * diff;
-            d[o] = mf.grad_scale * diff;
-        }
-    } else {
-        let t = mf_t[min(r, mf.rows - 1u)];
-        let valid = t < outs;
-        var m = -3.402823e38;
-        for (var o = 0u; o < outs; o++) { m = max(m, a[y + o]); }
-        var s = 0.0;
-        for (var o = 0u; o < outs; o++) { s += exp(a[y + o] - m); }
-        let x_t = a[y + select(0u, t, valid)];
-        // A quiet NaN for a label out of range: the mean turns NaN and the step is skipped.
-        row_loss = select(bitcast<f32>(0x7fc00000u | (t & 0x003fffffu)), (m - x_t) + log(s), valid);
-        for (var o = 0u; o < outs; o++) {
-            let p = exp(a[y + o] - m) / s;
-            d[o] = select(0.0, (p - select(0.0, 1.0, o == t)) * mf.grad_scale, valid);
-        }
-    }
-    if (!live) {
-        row_loss = 0.0;
-        for (var o = 0u; o < outs; o++) { d[o] = 0.0; }
-    }
-    mf_loss[lid] = row_loss;
+    let d = mf_loss_grad(rc, j, mf.layers * MF_PLANE + row * MF_MAXW, outs, at);
+    mf_grad[at] = select(0.0, d, live);
+    if (!live) { mf_loss[at] = 0.0; }
     workgroupBarrier();
     if (lid == 0u) {
         var sum = 0.0;
-        for (var k = 0u; k < MF_ROWS; k++) { sum += mf_loss[k]; }
+        for (var k = 0u; k < MF_ROWS; k++) {
+            var row_loss = 0.0;
+            for (var o = 0u; o < outs; o++) { row_loss += mf_loss[k * MF_MAXW + o]; }
+            sum += row_loss;
+        }
         mf_partials[slot + mf.total] = sum;
     }
 
-    // Backward, last layer first: the workgroup sums dW = Σ_rows dz ⊗ input and db = Σ_rows dz.
-    var dn: array<f32, 32>;
+    // Backward, last layer first: the workgroup sums dW = Σ_rows dz ⊗ input and db = Σ_rows dz,
+    // and (below the first layer) each thread takes its row's dz one layer down.
+    var cur = 0u; // the plane of mf_grad holding this layer's dz
     for (var step = 0u; step < mf.layers; step++) {
         let l = last - step;
         let ly = mf.layer[l];
-        for (var o = 0u; o < ly.out; o++) { mf_dz[lid * MF_MAXW + o] = d[o]; }
-        for (var i = 0u; i < ly.fan_in; i++) { mf_in[lid * MF_MAXW + i] = a[l * MF_MAXW + i]; }
-        workgroupBarrier();
-        for (var e = lid; e < ly.out * ly.fan_in; e += MF_ROWS) {
+        let dz = cur * MF_PLANE;
+        let h = l * MF_PLANE;
+        for (var e = lid; e < ly.out * ly.fan_in; e += MF_PLANE) {
             let o = e / ly.fan_in;
             let i = e % ly.fan_in;
-            var acc = vec4<f32>(0.0);
-            for (var k = 0u; k < MF_ROWS; k += 4u) {
-                acc += vec4<f32>(mf_dz[k * MF_MAXW + o], mf_dz[(k + 1u) * MF_MAXW + o], mf_dz[(k + 2u) * MF_MAXW + o], mf_dz[(k + 3u) * MF_MAXW + o])
-                     * vec4<f32>(mf_in[k * MF_MAXW + i], mf_in[(k + 1u) * MF_MAXW + i], mf_in[(k + 2u) * MF_MAXW + i], mf_in[(k + 3u) * MF_MAXW + i]);
-            }
-            mf_partials[slot + ly.w + e] = (acc.x + acc.y) + (acc.z + acc.w);
-        }
-        for (var o = lid; o < ly.out; o += MF_ROWS) {
             var acc = 0.0;
-            for (var k = 0u; k < MF_ROWS; k++) { acc += mf_dz[k * MF_MAXW + o]; }
-            mf_partials[slot + ly.b + o] = acc;
+            for (var k = 0u; k < MF_ROWS; k++) { acc += mf_grad[dz + k * MF_MAXW + o] * mf_h[h + k * MF_MAXW + i]; }
+            mf_partials[slot + ly.w + e] = acc;
         }
-        if (l > 0u) {
-            // dh = W_lᵀ·dz, then through the previous layer's activation.
-            for (var i = 0u; i < ly.fan_in; i++) {
-                var acc = vec4<f32>(0.0);
-                var o = 0u;
-                while (o + 4u <= ly.out) {
-                    let f = ly.fan_in;
-                    acc += vec4<f32>(mf_w[ly.w + o * f + i], mf_w[ly.w + (o + 1u) * f + i], mf_w[ly.w + (o + 2u) * f + i], mf_w[ly.w + (o + 3u) * f + i])
-                         * vec4<f32>(d[o], d[o + 1u], d[o + 2u], d[o + 3u]);
-                    o += 4u;
-                }
-                while (o < ly.out) {
-                    acc.x += mf_w[ly.w + o * ly.fan_in + i] * d[o];
-                    o += 1u;
-                }
-                dn[i] = ((acc.x + acc.y) + (acc.z + acc.w)) * mf_act_grad(z[(l - 1u) * MF_MAXW + i]);
+        if (lid < ly.out) {
+            var acc = 0.0;
+            for (var k = 0u; k < MF_ROWS; k++) { acc += mf_grad[dz + k * MF_MAXW + lid]; }
+            mf_partials[slot + ly.b + lid] = acc;
+        }
+        if (l > 0u && j < ly.fan_in) {
+            // dh = W_lᵀ·dz for this row and input j, then through the previous layer's activation.
+            let f = ly.fan_in;
+            let base = dz + row * MF_MAXW;
+            var acc = vec4<f32>(0.0);
+            var o = 0u;
+            while (o + 4u <= ly.out) {
+                acc += vec4<f32>(mf_w[ly.w + o * f + j], mf_w[ly.w + (o + 1u) * f + j], mf_w[ly.w + (o + 2u) * f + j], mf_w[ly.w + (o + 3u) * f + j])
+                     * vec4<f32>(mf_grad[base + o], mf_grad[base + o + 1u], mf_grad[base + o + 2u], mf_grad[base + o + 3u]);
+                o += 4u;
             }
-            for (var i = 0u; i < ly.fan_in; i++) { d[i] = dn[i]; }
+            while (o < ly.out) {
+                acc.x += mf_w[ly.w + o * f + j] * mf_grad[base + o];
+                o += 1u;
+            }
+            let dh = (acc.x + acc.y) + (acc.z + acc.w);
+            mf_grad[(cur ^ 1u) * MF_PLANE + at] = dh * mf_act_grad(mf_pre[(l - 1u) * MF_PLANE + at]);
         }
-        workgroupBarrier(); // the next layer overwrites mf_dz and mf_in
+        workgroupBarrier(); // the next layer reads the plane written here and overwrites this one
+        cur = cur ^ 1u;
     }
 }
 

@@ -9,15 +9,36 @@ use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
 use crate::tensor::Tensor;
 
 pub const MLP_FUSED_ROWS: Kernel = Kernel { entry: "mlp_fused_rows", family: F, bindings: &[R, R, R, RW, U] };
+pub const MLP_FUSED_ROWS_SERIAL: Kernel = Kernel { entry: "mlp_fused_rows_serial", family: F, bindings: &[R, R, R, RW, U] };
 pub const MLP_FUSED_REDUCE: Kernel = Kernel { entry: "mlp_fused_reduce", family: F, bindings: &[R, RW, RW, U] };
 
-pub const KERNELS: &[&Kernel] = &[&MLP_FUSED_ROWS, &MLP_FUSED_REDUCE];
+pub const KERNELS: &[&Kernel] = &[&MLP_FUSED_ROWS, &MLP_FUSED_ROWS_SERIAL, &MLP_FUSED_REDUCE];
 
 /// Widest layer and most layers the fused kernels take (MF_MAXW, MF_MAXL in the shader).
 pub const MAX_WIDTH: usize = 32;
 pub const MAX_LAYERS: usize = 4;
-/// Rows per workgroup of `mlp_fused_rows`.
-const ROWS: usize = 16;
+/// Which kernel runs the rows: a thread per neuron (`mlp_fused_rows`, for GPUs) or a thread
+/// per row (`mlp_fused_rows_serial`, for CPU adapters, which run a workgroup's threads as loops).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FusedRows {
+    PerNeuron,
+    PerRow,
+}
+
+impl FusedRows {
+    /// The kernel that is faster on this adapter.
+    pub fn for_gpu(gpu: &Gpu) -> FusedRows {
+        if gpu.on_cpu() { FusedRows::PerRow } else { FusedRows::PerNeuron }
+    }
+
+    /// Batch rows per workgroup (MF_ROWS, MFS_ROWS in the shaders); one partials slot each.
+    fn rows_per_group(self) -> usize {
+        match self {
+            FusedRows::PerNeuron => 8,
+            FusedRows::PerRow => 16,
+        }
+    }
+}
 
 /// One layer: where its weight (out, in) and bias (out) lie in the flat parameters.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -57,11 +78,12 @@ struct MfParams {
     layer: [[u32; 4]; MAX_LAYERS],
 }
 
-/// The two dispatches: partial gradients and loss per 16 rows into `partials`
+/// The two dispatches: partial gradients and loss per workgroup of rows into `partials`
 /// (G, P + 1), then `grads` (P) += their sum and `loss` (1) = the mean loss.
 #[allow(clippy::too_many_arguments)]
 pub fn mlp_fused(
     gpu: &Gpu,
+    kind: FusedRows,
     layers: &[FusedLayer],
     act: Activation,
     loss_kind: FusedLoss,
@@ -90,7 +112,7 @@ pub fn mlp_fused(
         FusedLoss::Mse => (rows * out, 1.0 / (rows * out) as f32, 2.0 / (rows * out) as f32),
     };
     expect_len(targets, target_len, "fused MLP targets")?;
-    let groups = rows.div_ceil(ROWS);
+    let groups = rows.div_ceil(kind.rows_per_group());
     expect_len(partials, groups * (total + 1), "fused MLP partials (groups, parameters + 1)")?;
     expect_len(grads, total, "fused MLP gradients")?;
     expect_len(loss, 1, "fused MLP loss")?;
@@ -115,14 +137,15 @@ pub fn mlp_fused(
         layer,
     };
     let p = gpu.uniform("mlp_fused params", &params);
-    let per_row = gpu.op(&MLP_FUSED_ROWS, &[T(weights), T(x), T(targets), T(partials), Uni(&p)], gpu.grid(groups as u32))?;
+    let kernel = if kind == FusedRows::PerNeuron { &MLP_FUSED_ROWS } else { &MLP_FUSED_ROWS_SERIAL };
+    let per_row = gpu.op(kernel, &[T(weights), T(x), T(targets), T(partials), Uni(&p)], gpu.grid(groups as u32))?;
     let reduce = gpu.op(&MLP_FUSED_REDUCE, &[T(partials), T(grads), T(loss), Uni(&p)], gpu.grid(groups_1d(total + 1)))?;
     Ok(vec![per_row, reduce])
 }
 
 /// Partials a batch of `rows` needs for `total` parameters.
-pub fn partials_len(rows: usize, total: usize) -> usize {
-    rows.div_ceil(ROWS) * (total + 1)
+pub fn partials_len(kind: FusedRows, rows: usize, total: usize) -> usize {
+    rows.div_ceil(kind.rows_per_group()) * (total + 1)
 }
 
 // ---------------------------------------------------------------- f64 reference

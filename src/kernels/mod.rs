@@ -85,7 +85,7 @@ families! {
     Conv => "conv",
     Sampling => "sampling",
     Metrics => "metrics",
-    MlpFused => "mlp_fused",
+    MlpFused => "mlp_fused" + "mlp_fused_serial",
 }
 
 /// Every kernel of every family.

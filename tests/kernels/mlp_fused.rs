@@ -28,6 +28,7 @@ fn layout(widths: &[usize]) -> (Vec<FusedLayer>, usize) {
     (layers, at + 5)
 }
 
+#[derive(Clone, Copy)]
 struct Case {
     widths: &'static [usize],
     act: Activation,
@@ -37,7 +38,7 @@ struct Case {
     bad_label_at: Option<usize>,
 }
 
-async fn check(gpu: &Gpu, c: &mut Checks, rng: &mut Rng, case: Case) {
+async fn check(gpu: &Gpu, c: &mut Checks, rng: &mut Rng, kind: mf::FusedRows, case: Case) {
     gpu.set_grid_limit(case.grid);
     let (layers, total) = layout(case.widths);
     let (input, out) = (case.widths[0], case.widths[case.widths.len() - 1]);
@@ -55,21 +56,22 @@ async fn check(gpu: &Gpu, c: &mut Checks, rng: &mut Rng, case: Case) {
         }
     };
     let (grads, g0) = random_tensor(gpu, rng, "grads", &[total], -0.1, 0.1);
-    let partials = gpu.tensor("partials", &[mf::partials_len(case.rows, total)]).unwrap();
+    let partials = gpu.tensor("partials", &[mf::partials_len(kind, case.rows, total)]).unwrap();
     let loss = gpu.tensor("loss", &[1]).unwrap();
-    let ops = mf::mlp_fused(gpu, &layers, case.act, case.loss, &weights, &x, &targets, &partials, &grads, &loss).unwrap();
+    let ops = mf::mlp_fused(gpu, kind, &layers, case.act, case.loss, &weights, &x, &targets, &partials, &grads, &loss).unwrap();
     gpu.run(&ops.iter().collect::<Vec<_>>()).unwrap();
     let (want_loss, dg) = reference::loss_and_grads(&layers, case.act, case.loss, &w64, &x64, &t64);
     let want_grads: Vec<f64> = g0.iter().zip(&dg).map(|(a, b)| a + b).collect();
     let label = format!("{:?} {:?} {:?} rows {}", case.widths, case.act, case.loss, case.rows);
+    let rows_entry = if kind == mf::FusedRows::PerNeuron { "mlp_fused_rows" } else { "mlp_fused_rows_serial" };
     let got_loss = read(gpu, &loss).await;
     if want_loss.is_nan() {
         assert!(got_loss[0].is_nan(), "{label}: a label out of range must make the loss NaN, got {}", got_loss[0]);
     } else {
-        c.close("mlp_fused_rows", &format!("loss {label}"), &got_loss, &[want_loss], ATOL, RTOL);
+        c.close(rows_entry, &format!("loss {label}"), &got_loss, &[want_loss], ATOL, RTOL);
     }
     let got = read(gpu, &grads).await;
-    c.close("mlp_fused_rows", &format!("grads {label}"), &got, &want_grads, ATOL, RTOL);
+    c.close(rows_entry, &format!("grads {label}"), &got, &want_grads, ATOL, RTOL);
     c.close("mlp_fused_reduce", &format!("grads {label}"), &got, &want_grads, ATOL, RTOL);
 }
 
@@ -85,15 +87,18 @@ pub async fn run(gpu: &Gpu, c: &mut Checks) {
         Case { widths: &[4, 7, 3], act: Silu, loss: Mse, rows: 200, grid: 2, bad_label_at: None },
         Case { widths: &[2, 8, 3], act: Tanh, loss: CrossEntropy, rows: 40, grid: 65_535, bad_label_at: Some(17) },
     ];
-    for case in cases {
-        check(gpu, c, &mut rng, case).await;
+    // Both row kernels, whichever this adapter would pick.
+    for kind in [mf::FusedRows::PerNeuron, mf::FusedRows::PerRow] {
+        for case in &cases {
+            check(gpu, c, &mut rng, kind, *case).await;
+        }
     }
 }
 
 async fn rejects_unfit(gpu: &Gpu, _c: &mut Checks) {
     let (layers, total) = layout(&[2, 33, 2]);
     let t = |n: usize| gpu.tensor("t", &[n]).unwrap();
-    let err = mf::mlp_fused(gpu, &layers, Activation::Relu, FusedLoss::CrossEntropy, &t(total), &t(4), &t(2), &t(100), &t(total), &t(1)).err().unwrap();
+    let err = mf::mlp_fused(gpu, mf::FusedRows::PerNeuron, &layers, Activation::Relu, FusedLoss::CrossEntropy, &t(total), &t(4), &t(2), &t(100), &t(total), &t(1)).err().unwrap();
     assert!(err.to_string().contains("width ≤ 32"), "{err}");
 }
 
