@@ -46,6 +46,7 @@ mod cli {
 
     /// `kiln bench [--quick] [--seconds S] [--json FILE]`
     fn bench(args: &[String]) -> Result<()> {
+        only_options(args, &["--quick"], &["--seconds", "--json"], "kiln bench [--quick] [--seconds S] [--json FILE]")?;
         let quick = args.iter().any(|a| a == "--quick");
         let seconds = flag(args, "--seconds", 3)? as f64;
         let report = pollster::block_on(kiln::bench::run(quick, seconds))?;
@@ -73,6 +74,20 @@ mod cli {
         Ok(())
     }
 
+    /// Fails on anything in `args` but the given switches and `--name value` options (so that
+    /// a mistyped or unsupported option, `--help` included, is not silently ignored).
+    fn only_options(args: &[String], switches: &[&str], valued: &[&str], usage: &str) -> Result<()> {
+        let mut rest = args.iter();
+        while let Some(a) = rest.next() {
+            if valued.contains(&a.as_str()) {
+                rest.next();
+            } else if !switches.contains(&a.as_str()) {
+                return Err(KilnError::invalid("arguments", format!("unexpected `{a}`; usage: {usage}")));
+            }
+        }
+        Ok(())
+    }
+
     fn flag(args: &[String], name: &str, default: u64) -> Result<u64> {
         match text_flag(args, name)? {
             None => Ok(default),
@@ -90,6 +105,7 @@ mod cli {
     async fn train(args: &[String]) -> Result<()> {
         let name = args.first().ok_or_else(|| KilnError::invalid("preset", "name one: see `kiln presets`"))?;
         let mut cfg = preset(name).ok_or_else(|| KilnError::invalid("preset", format!("unknown preset `{name}`; see `kiln presets`")))?;
+        only_options(&args[1..], &[], &["--steps", "--seed", "--save", "--resume"], "kiln train <preset> [--steps N] [--seed S] [--save FILE] [--resume FILE]")?;
         let steps = flag(args, "--steps", 2000)?;
         cfg.seed = flag(args, "--seed", cfg.seed)?;
         let gpu = Gpu::new().await?;
