@@ -7,7 +7,7 @@ struct NormParams {
     cols: u32,       // C, channels per row
     rows: u32,       // rows = B*T
     eps: f32,
-    accumulate: u32, // rms_norm_backward only: 1 = dx += result (residual stream), 0 = dx = result
+    accumulate: u32, // 1 = out += result, 0 = out = result (rms_norm_backward's dx, rms_norm_backward_weight's dweight)
 };
 
 // ---- rms_norm: out = x * rstd * weight ----
@@ -99,17 +99,20 @@ fn rms_norm_backward(@builtin(local_invocation_index) lid: u32, @builtin(workgro
     }
 }
 
-// ---- rms_norm_backward_weight: dweight[c] += Σ_rows dout·x·rstd ----
+// ---- rms_norm_backward_weight: dweight[c] (+)= Σ_rows dout·x·rstd ----
 // A sum over rows, done deterministically without atomics: each 256-thread workgroup owns
-// WB_COLS consecutive channels (coalesced reads along a row) and splits the rows over
-// WB_LANES lanes, which it then adds in a fixed order.
+// WB_COLS consecutive channels (coalesced reads along a row) and splits its rows over WB_LANES
+// lanes, which it then adds in a fixed order. The rows are cut into num_workgroups.z chunks
+// (wg.z = chunk): with more than one, chunk z writes its sum to rw_dweight[z * C + c], a
+// scratch of partials that matmul_split_reduce then adds in order. (One chunk per column
+// block left all but cols / 32 workgroups idle: 8 for d_model 256, ~39 µs each on an H200.)
 const WB_COLS: u32 = 32u;
 const WB_LANES: u32 = 8u; // WB_COLS * WB_LANES == ROW_WG
 
 @group(0) @binding(0) var<storage, read> rw_dout: array<f32>;          // (rows, C)
 @group(0) @binding(1) var<storage, read> rw_x: array<f32>;             // (rows, C) forward input
 @group(0) @binding(2) var<storage, read> rw_rstd: array<f32>;          // (rows)
-@group(0) @binding(3) var<storage, read_write> rw_dweight: array<f32>; // (C), accumulated
+@group(0) @binding(3) var<storage, read_write> rw_dweight: array<f32>; // (C), or (chunks, C) partials
 @group(0) @binding(4) var<uniform> rw_p: NormParams;
 
 @compute @workgroup_size(256)
@@ -120,13 +123,13 @@ fn rms_norm_backward_weight(@builtin(local_invocation_index) lid: u32, @builtin(
     if (first >= cols) { return; } // uniform: the whole workgroup exits
     let col = first + lid % WB_COLS;
     let lane = lid / WB_COLS;
+    let chunk = (rw_p.rows + nwg.z - 1u) / nwg.z; // rows per chunk
     var acc = 0.0;
     if (col < cols) {
-        // Four rows per iteration: independent loads in flight hide memory latency, since
-        // only cols / 32 workgroups run (8 for d_model 256).
-        let rows = rw_p.rows;
+        // Four rows per iteration: independent loads in flight hide memory latency.
+        let rows = min(rw_p.rows, (wg.z + 1u) * chunk);
         var a = vec4<f32>(0.0);
-        var r = lane;
+        var r = wg.z * chunk + lane;
         for (; r + 3u * WB_LANES < rows; r += 4u * WB_LANES) {
             let r1 = r + WB_LANES;
             let r2 = r + 2u * WB_LANES;
@@ -145,6 +148,8 @@ fn rms_norm_backward_weight(@builtin(local_invocation_index) lid: u32, @builtin(
     if (lid < WB_COLS && col < cols) {
         var s = 0.0;
         for (var l = 0u; l < WB_LANES; l++) { s += row_red[l * WB_COLS + lid]; }
-        rw_dweight[col] += s;
+        let at = wg.z * cols + col;
+        if (rw_p.accumulate != 0u) { s += rw_dweight[at]; }
+        rw_dweight[at] = s;
     }
 }

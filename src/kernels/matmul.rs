@@ -8,7 +8,7 @@
 //! forward `MatmulDesc::new(M, N, K).trans_b()`, `dX = dY·W` is `MatmulDesc::new(M, K, N)`,
 //! and `dW += dYᵀ·X` is `MatmulDesc::new(N, K, M).trans_a().accumulate()`.
 
-use super::{Family::Matmul as F, Kernel, R, RW, U};
+use super::{expect_len, Family::Matmul as F, Kernel, R, RW, U};
 use crate::error::{KilnError, Result};
 use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
 use crate::tensor::Tensor;
@@ -268,11 +268,17 @@ pub fn matmul_ops(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, desc: MatmulDes
     part_desc.accumulate = false;
     part_desc.stride_c = len;
     let first = product(gpu, a, b, &parts, &part_desc, tile, splits, k_chunk)?;
-    let params = ReduceParams { len: len as u32, splits: splits as u32, stride: len as u32, accumulate: u32::from(d.accumulate) };
-    let uniform = gpu.uniform("matmul reduce params", &params);
-    let groups = gpu.grid(super::groups_1d(len));
-    let reduce = gpu.op(&MATMUL_SPLIT_REDUCE, &[T(&parts), T(c), Uni(&uniform)], groups)?;
-    Ok(vec![first, reduce])
+    Ok(vec![first, split_reduce(gpu, &parts, c, splits, d.accumulate)?])
+}
+
+/// `out` (len) = Σ_s parts[s · len ..][..len] in order (+ out's contents with `accumulate`):
+/// the reduction of split-K products, also used for other sums split into partials.
+pub fn split_reduce(gpu: &Gpu, parts: &Tensor, out: &Tensor, splits: usize, accumulate: bool) -> Result<Op> {
+    let len = out.len();
+    expect_len(parts, splits * len, "split partials (splits, len)")?;
+    let params = ReduceParams { len: len as u32, splits: splits as u32, stride: len as u32, accumulate: u32::from(accumulate) };
+    let uniform = gpu.uniform("split reduce params", &params);
+    gpu.op(&MATMUL_SPLIT_REDUCE, &[T(parts), T(out), Uni(&uniform)], gpu.grid(super::groups_1d(len)))
 }
 
 fn validate(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, d: &MatmulDesc) -> Result<()> {

@@ -8,6 +8,7 @@ use super::{expect_len, Family::Norm as F, Kernel, R, RW, U};
 use crate::error::{KilnError, Result};
 use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
 use crate::tensor::Tensor;
+use super::matmul::split_reduce;
 
 pub const RMS_NORM: Kernel = Kernel { entry: "rms_norm", family: F, bindings: &[R, R, RW, RW, U] };
 pub const RMS_NORM_RESIDUAL: Kernel =
@@ -111,20 +112,31 @@ pub fn rms_norm_backward(
     gpu.op(&RMS_NORM_BACKWARD, &args, gpu.grid(rows as u32))
 }
 
-/// dweight += Σ_rows dout·x·rstd (C), summed in a fixed order (deterministic).
-pub fn rms_norm_backward_weight(
-    gpu: &Gpu,
-    dout: &Tensor,
-    x: &Tensor,
-    rstd: &Tensor,
-    dweight: &Tensor,
-) -> Result<Op> {
+/// dweight += Σ_rows dout·x·rstd (C), summed in a fixed order (deterministic). Long batches
+/// are cut into row chunks, summed into partials (the shared scratch) and then reduced, so
+/// that more than C / 32 workgroups share the work; the chunking depends only on the shapes,
+/// so every device adds in the same order.
+pub fn rms_norm_backward_weight(gpu: &Gpu, dout: &Tensor, x: &Tensor, rstd: &Tensor, dweight: &Tensor) -> Result<Vec<Op>> {
     let (c, rows) = shape(x, dweight)?;
     expect_len(dout, x.len(), "rms_norm_backward_weight dout")?;
     expect_len(rstd, rows, "rms_norm_backward_weight rstd (one per row)")?;
-    let p = params(gpu, c, rows, 0.0, true);
-    let groups = c.div_ceil(WEIGHT_COLS_PER_GROUP) as u32;
-    gpu.op(&RMS_NORM_BACKWARD_WEIGHT, &[T(dout), T(x), T(rstd), T(dweight), Uni(&p)], gpu.grid(groups))
+    let [gx, gy, _] = gpu.grid(c.div_ceil(WEIGHT_COLS_PER_GROUP) as u32);
+    let chunks = weight_row_chunks(c, rows);
+    if chunks == 1 {
+        let p = params(gpu, c, rows, 0.0, true);
+        return Ok(vec![gpu.op(&RMS_NORM_BACKWARD_WEIGHT, &[T(dout), T(x), T(rstd), T(dweight), Uni(&p)], [gx, gy, 1])?]);
+    }
+    let parts = gpu.scratch("rms_norm_backward_weight partials", chunks * c)?;
+    let p = params(gpu, c, rows, 0.0, false);
+    let partial = gpu.op(&RMS_NORM_BACKWARD_WEIGHT, &[T(dout), T(x), T(rstd), T(&parts), Uni(&p)], [gx, gy, chunks as u32])?;
+    Ok(vec![partial, split_reduce(gpu, &parts, dweight, chunks, true)?])
+}
+
+/// Row chunks for `rms_norm_backward_weight`: about 256 workgroups in all, each chunk at
+/// least 256 rows (so the partials stay a small fraction of the reads).
+fn weight_row_chunks(c: usize, rows: usize) -> usize {
+    let col_groups = c.div_ceil(WEIGHT_COLS_PER_GROUP);
+    (256 / col_groups).min(rows / 256).max(1)
 }
 
 // ---------------------------------------------------------------- f64 references

@@ -140,7 +140,7 @@ fn backward(
 
     let mut ops = linear_backward(gpu, p, "lm_head", n_final, &net.d_output, Some((&dn, false)), (n, v, c))?;
     ops.push(rms_norm_backward(gpu, &dn, x_final, &p.weight("final_norm"), rstd_final, &dx, false)?);
-    ops.push(rms_norm_backward_weight(gpu, &dn, x_final, rstd_final, &p.grad("final_norm"))?);
+    ops.extend(rms_norm_backward_weight(gpu, &dn, x_final, rstd_final, &p.grad("final_norm"))?);
     for (l, b) in blocks.iter().enumerate().rev() {
         let name = |s: &str| format!("blocks.{l}.{s}");
         // MLP: dx holds d(x2) = d(x1 + down).
@@ -149,7 +149,7 @@ fn backward(
         ops.extend(linear_backward(gpu, p, &name("up"), &b.n2, &dup, Some((&dn, false)), (n, f, c))?);
         ops.extend(linear_backward(gpu, p, &name("gate"), &b.n2, &dgate, Some((&dn, true)), (n, f, c))?);
         ops.push(rms_norm_backward(gpu, &dn, &b.x1, &p.weight(&name("mlp_norm")), &b.rstd2, &dx, true)?);
-        ops.push(rms_norm_backward_weight(gpu, &dn, &b.x1, &b.rstd2, &p.grad(&name("mlp_norm")))?);
+        ops.extend(rms_norm_backward_weight(gpu, &dn, &b.x1, &b.rstd2, &p.grad(&name("mlp_norm")))?);
         // Attention: dx now holds d(x1) = d(x + proj).
         ops.extend(linear_backward(gpu, p, &name("proj"), &b.att, &dx, Some((&datt, false)), (n, c, c))?);
         let bw = attention_backward(gpu, dims, &b.qkv, &b.att, &b.lse, &datt, &delta, &dqkv)?;
@@ -157,7 +157,7 @@ fn backward(
         ops.push(rope_backward(gpu, &dqkv, rope_cfg)?.op);
         ops.extend(linear_backward(gpu, p, &name("qkv"), &b.n1, &dqkv, Some((&dn, false)), (n, 3 * c, c))?);
         ops.push(rms_norm_backward(gpu, &dn, &b.x, &p.weight(&name("attn_norm")), &b.rstd1, &dx, true)?);
-        ops.push(rms_norm_backward_weight(gpu, &dn, &b.x, &b.rstd1, &p.grad(&name("attn_norm")))?);
+        ops.extend(rms_norm_backward_weight(gpu, &dn, &b.x, &b.rstd1, &p.grad(&name("attn_norm")))?);
     }
     ops.push(embedding_backward(gpu, &dx, &net.input, &p.grad("wte"))?);
     Ok(ops)
