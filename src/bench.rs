@@ -179,6 +179,7 @@ pub async fn run(quick: bool, seconds: f64) -> Result<Report> {
         ("llama-small qkv", fwd(768, 256)),
         ("llama-small up", fwd(1024, 256)),
         ("llama-small down", fwd(256, 1024)),
+        ("llama-small proj", fwd(256, 256)),
         ("llama-small dX up", MatmulDesc::new(rows, 256, 1024)),
         ("llama-small dW qkv", dw(768, 256)),
         ("llama-small dW up", dw(1024, 256)),
@@ -189,6 +190,12 @@ pub async fn run(quick: bool, seconds: f64) -> Result<Report> {
         matmul_results.push(bench_matmul(&gpu, label, d)?);
         for tile in [64, 128] {
             matmul_results.push(bench_matmul(&gpu, label, d.tile(tile).splits(1))?);
+        }
+        if label == "llama-small proj" {
+            // Few tiles and a short k: the 128 tile split into chunks of 128 and 64.
+            for splits in [2, 4] {
+                matmul_results.push(bench_matmul(&gpu, label, d.tile(128).splits(splits))?);
+            }
         }
         if label.contains("dW") {
             // Other splits: the 128 tile with its automatic split, and twice the 64 tile's.
