@@ -1,0 +1,118 @@
+// kiln-gpu's module: loading the wasm (once, in a browser or in Node with an injected GPU) and
+// the functions that need no run (presets, config validation, adapter info). kiln.js re-exports
+// them next to the Kiln class.
+
+import initWasm, * as bindings from './kiln_wasm.js';
+import { invalid, asError, checkKeys, configJson } from './args.js';
+
+const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof window === 'undefined';
+
+let ready = null; // Promise<void> of the one initialization
+let initialized = false; // set once the wasm module has started
+
+/** Makes an injected GPU (Node's `webgpu` package) visible where wgpu looks: navigator.gpu in a Window. */
+function installGpu(gpu) {
+  const nav = globalThis.navigator;
+  if (nav && nav.gpu !== gpu) {
+    try {
+      Object.defineProperty(nav, 'gpu', { value: gpu, configurable: true, writable: true });
+    } catch {
+      /* replaced below */
+    }
+  }
+  if (!globalThis.navigator || globalThis.navigator.gpu !== gpu) {
+    Object.defineProperty(globalThis, 'navigator', { value: { gpu }, configurable: true, writable: true });
+  }
+  // wgpu reads navigator.gpu only from a Window or a worker's global scope.
+  if (globalThis.Window === undefined && globalThis.WorkerGlobalScope === undefined) {
+    Object.defineProperty(globalThis, 'Window', { value: class Window {}, configurable: true, writable: true });
+  }
+}
+
+/** In Node, file paths and file: URLs are read from disk (Node's fetch cannot load them). */
+async function resolveWasm(wasm) {
+  if (!isNode) return wasm;
+  const source = wasm ?? new URL('./kiln_wasm_bg.wasm', import.meta.url);
+  const isFile = source instanceof URL ? source.protocol === 'file:' : typeof source === 'string' && !/^(https?|data|blob):/i.test(source);
+  if (!isFile) return source;
+  const fsName = 'node:fs/promises';
+  const { readFile } = await import(/* @vite-ignore */ fsName);
+  return readFile(source);
+}
+
+/**
+ * Loads and starts the wasm module (once; later calls return the same promise, though a `gpu`
+ * they pass is still installed).
+ * @param {import('./kiln').InitOptions} [options]
+ */
+export function init(options = {}) {
+  let opts;
+  try {
+    opts = checkKeys(options, ['wasm', 'gpu'], 'init');
+  } catch (e) {
+    return Promise.reject(e);
+  }
+  // A GPU given later still counts (runs created after this call use it); the wasm loads once.
+  if (opts.gpu) installGpu(opts.gpu);
+  if (ready) return ready;
+  ready = (async () => {
+    await initWasm({ module_or_path: await resolveWasm(opts.wasm) });
+    initialized = true;
+  })();
+  ready.catch(() => {
+    ready = null; // a failed load may be retried, e.g. with another `wasm` source
+  });
+  return ready;
+}
+
+function wasm() {
+  if (!initialized) throw new Error('kiln-gpu is not initialized: call `await init()` first');
+  return bindings;
+}
+export async function ensureInit() {
+  await (ready ?? init());
+}
+
+/** `[{name, description}]` of the built-in presets. Needs `await init()`. */
+export function presets() {
+  return JSON.parse(wasm().presetsJson());
+}
+
+/** A preset's SessionConfig (a plain object: edit it and pass it to `Kiln.create`). Needs `await init()`. */
+export function preset(name) {
+  if (typeof name !== 'string') throw invalid('preset', `expected a preset name, got ${typeof name}`);
+  return JSON.parse(wasm().presetJson(name));
+}
+
+/** Throws an Error naming the field when `config` is not a valid SessionConfig. Needs `await init()`. */
+export function validateConfig(config) {
+  wasm().validateConfig(configJson(config));
+}
+
+/** Acquires a WebGPU device and describes its adapter (snake_case fields from the Rust side). */
+export async function adapterInfo() {
+  await ensureInit();
+  try {
+    const a = await bindings.adapterInfo();
+    return {
+      name: a.name,
+      backend: a.backend,
+      driver: a.driver,
+      maxStorageBindingBytes: a.max_storage_binding_bytes,
+      maxBufferBytes: a.max_buffer_bytes,
+      maxWorkgroupsPerDim: a.max_workgroups_per_dim,
+      maxWorkgroupStorageBytes: a.max_workgroup_storage_bytes,
+    };
+  } catch (e) {
+    throw asError(e);
+  }
+}
+
+/** [step, loss, gradNorm, …] as `[{step, loss, gradNorm}]`. */
+export function toMetrics(flat) {
+  const out = [];
+  for (let i = 0; i + 2 < flat.length; i += 3) out.push({ step: flat[i], loss: flat[i + 1], gradNorm: flat[i + 2] });
+  return out;
+}
+
+export { bindings };
