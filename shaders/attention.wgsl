@@ -52,7 +52,7 @@ fn att_block(wg: vec3<u32>, nwg: vec3<u32>, p: AttnParams) -> AttBlock {
 }
 
 // ---------------------------------------------------------------- forward
-@group(0) @binding(0) var<storage, read> att_qkv: array<f32>;        // (B, T, 3C)
+@group(0) @binding(0) var<storage, read> att_qkv: array<f32>;        // (B, T, 3C); the backward kernels read it too
 @group(0) @binding(1) var<storage, read_write> att_out: array<f32>; // (B, T, C)
 @group(0) @binding(2) var<storage, read_write> att_lse: array<f32>; // (B, H, T)
 @group(0) @binding(3) var<uniform> att_p: AttnParams;
@@ -161,20 +161,12 @@ fn attention_backward_prep(@builtin(global_invocation_id) gid: vec3<u32>, @built
 // With dP_ij = dout_i·v_j and dS_ij = P_ij (dP_ij - delta_i):
 //   dq_i = scale Σ_{j<=i} dS_ij k_j,  dk_j = scale Σ_{i>=j} dS_ij q_i,  dv_j = Σ_{i>=j} P_ij dout_i.
 // Both kernels write (never accumulate) their slots of dqkv: dq the q slots, dkv the k and v slots.
-@group(0) @binding(0) var<storage, read> attb_qkv: array<f32>;         // (B, T, 3C)
+// binding 0 is att_qkv (B, T, 3C), shared with the forward (att_qkv4 reads it)
 @group(0) @binding(1) var<storage, read> attb_dout: array<f32>;        // (B, T, C)
 @group(0) @binding(2) var<storage, read> attb_lse: array<f32>;         // (B, H, T)
 @group(0) @binding(3) var<storage, read> attb_delta: array<f32>;       // (B, H, T)
 @group(0) @binding(4) var<storage, read_write> attb_dqkv: array<f32>; // (B, T, 3C)
 @group(0) @binding(5) var<uniform> attb_p: AttnParams;
-
-fn attb_qkv4(base: u32, c: u32, hd: u32) -> vec4<f32> {
-    var v = vec4<f32>(0.0);
-    for (var e = 0u; e < 4u; e++) {
-        if (c * 4u + e < hd) { v[e] = attb_qkv[base + c * 4u + e]; }
-    }
-    return v;
-}
 
 fn attb_dout4(base: u32, c: u32, hd: u32) -> vec4<f32> {
     var v = vec4<f32>(0.0);
@@ -206,7 +198,7 @@ fn attention_backward_dq(@builtin(local_invocation_index) lid: u32, @builtin(wor
     var delta = 0.0;
     if (live) {
         for (var x = 0u; x < hd4; x++) {
-            q[x] = attb_p.scale * attb_qkv4((tok0 + t) * 3u * c + head, x, hd);
+            q[x] = attb_p.scale * att_qkv4((tok0 + t) * 3u * c + head, x, hd);
             dout[x] = attb_dout4((tok0 + t) * c + head, x, hd);
         }
         lse = attb_lse[(blk.b * attb_p.heads + blk.h) * seq + t];
@@ -220,8 +212,8 @@ fn attention_backward_dq(@builtin(local_invocation_index) lid: u32, @builtin(wor
             var vv = vec4<f32>(0.0);
             if (j < seq) {
                 let base = (tok0 + j) * 3u * c + head;
-                kv = attb_qkv4(base + c, i % hd4, hd);
-                vv = attb_qkv4(base + 2u * c, i % hd4, hd);
+                kv = att_qkv4(base + c, i % hd4, hd);
+                vv = att_qkv4(base + 2u * c, i % hd4, hd);
             }
             att_tile_x[i] = kv;
             att_tile_y[i] = vv;
@@ -269,8 +261,8 @@ fn attention_backward_dkv(@builtin(local_invocation_index) lid: u32, @builtin(wo
     var dv: array<vec4<f32>, ATT_HD4>;
     if (live) {
         for (var x = 0u; x < hd4; x++) {
-            k[x] = attb_p.scale * attb_qkv4((tok0 + j) * 3u * c + head + c, x, hd);
-            v[x] = attb_qkv4((tok0 + j) * 3u * c + head + 2u * c, x, hd);
+            k[x] = attb_p.scale * att_qkv4((tok0 + j) * 3u * c + head + c, x, hd);
+            v[x] = att_qkv4((tok0 + j) * 3u * c + head + 2u * c, x, hd);
         }
     }
     // Queries before the block's first key see none of its keys.
@@ -280,7 +272,7 @@ fn attention_backward_dkv(@builtin(local_invocation_index) lid: u32, @builtin(wo
             var qv = vec4<f32>(0.0);
             var dov = vec4<f32>(0.0);
             if (qi < seq) {
-                qv = attb_qkv4((tok0 + qi) * 3u * c + head, i % hd4, hd);
+                qv = att_qkv4((tok0 + qi) * 3u * c + head, i % hd4, hd);
                 dov = attb_dout4((tok0 + qi) * c + head, i % hd4, hd);
             }
             att_tile_x[i] = qv;
