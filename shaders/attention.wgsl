@@ -66,6 +66,24 @@ fn att_qkv4(base: u32, c: u32, hd: u32) -> vec4<f32> {
     return v;
 }
 
+// Stages keys and values j0 .. j0 + rows of one (batch, head) into att_tile_x and att_tile_y,
+// hd4 vec4s a token (zeros past the sequence); the caller's barrier follows. The forward and
+// dq kernels, general and hd32, all stage their tiles this way.
+fn att_stage_kv(lid: u32, j0: u32, rows: u32, hd4: u32, seq: u32, tok0: u32, c: u32, head: u32, hd: u32) {
+    for (var i = lid; i < rows * hd4; i += ATT_BLOCK) {
+        let j = j0 + i / hd4;
+        var kv = vec4<f32>(0.0);
+        var vv = vec4<f32>(0.0);
+        if (j < seq) {
+            let base = (tok0 + j) * 3u * c + head;
+            kv = att_qkv4(base + c, i % hd4, hd);
+            vv = att_qkv4(base + 2u * c, i % hd4, hd);
+        }
+        att_tile_x[i] = kv;
+        att_tile_y[i] = vv;
+    }
+}
+
 @compute @workgroup_size(64)
 fn attention_forward(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>,
                      @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -92,18 +110,7 @@ fn attention_forward(@builtin(local_invocation_index) lid: u32, @builtin(workgro
     var l = 0.0;
     let end = min(blk.t0 + ATT_BLOCK, seq); // keys any query of this block can see
     for (var j0 = 0u; j0 < end; j0 += rows) {
-        for (var i = lid; i < rows * hd4; i += ATT_BLOCK) {
-            let j = j0 + i / hd4;
-            var kv = vec4<f32>(0.0);
-            var vv = vec4<f32>(0.0);
-            if (j < seq) {
-                let base = (tok0 + j) * 3u * c + head;
-                kv = att_qkv4(base + c, i % hd4, hd);
-                vv = att_qkv4(base + 2u * c, i % hd4, hd);
-            }
-            att_tile_x[i] = kv;
-            att_tile_y[i] = vv;
-        }
+        att_stage_kv(lid, j0, rows, hd4, seq, tok0, c, head, hd);
         workgroupBarrier();
         if (live && j0 <= t) {
             let n = min(rows, t + 1u - j0); // visible keys of this tile
@@ -206,18 +213,7 @@ fn attention_backward_dq(@builtin(local_invocation_index) lid: u32, @builtin(wor
     }
     let end = min(blk.t0 + ATT_BLOCK, seq);
     for (var j0 = 0u; j0 < end; j0 += rows) {
-        for (var i = lid; i < rows * hd4; i += ATT_BLOCK) {
-            let j = j0 + i / hd4;
-            var kv = vec4<f32>(0.0);
-            var vv = vec4<f32>(0.0);
-            if (j < seq) {
-                let base = (tok0 + j) * 3u * c + head;
-                kv = att_qkv4(base + c, i % hd4, hd);
-                vv = att_qkv4(base + 2u * c, i % hd4, hd);
-            }
-            att_tile_x[i] = kv;
-            att_tile_y[i] = vv;
-        }
+        att_stage_kv(lid, j0, rows, hd4, seq, tok0, c, head, hd);
         workgroupBarrier();
         if (live && j0 <= t) {
             let n = min(rows, t + 1u - j0);

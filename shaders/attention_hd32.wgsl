@@ -11,23 +11,6 @@
 const ATT_S4: u32 = 8u;     // vec4s per head vector
 const ATT_SROWS: u32 = 32u; // tokens per tile
 
-// Stages keys and values j0 .. j0 + ATT_SROWS of one (batch, head) into att_tile_x and
-// att_tile_y (zeros past the sequence); the caller's barrier follows.
-fn att_stage_kv(lid: u32, j0: u32, seq: u32, tok0: u32, c: u32, head: u32, hd: u32) {
-    for (var i = lid; i < ATT_SROWS * ATT_S4; i += ATT_BLOCK) {
-        let j = j0 + i / ATT_S4;
-        var kv = vec4<f32>(0.0);
-        var vv = vec4<f32>(0.0);
-        if (j < seq) {
-            let base = (tok0 + j) * 3u * c + head;
-            kv = att_qkv4(base + c, i % ATT_S4, hd);
-            vv = att_qkv4(base + 2u * c, i % ATT_S4, hd);
-        }
-        att_tile_x[i] = kv;
-        att_tile_y[i] = vv;
-    }
-}
-
 @compute @workgroup_size(64)
 fn attention_forward_hd32(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>,
                           @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -52,7 +35,7 @@ fn attention_forward_hd32(@builtin(local_invocation_index) lid: u32, @builtin(wo
     var l = 0.0;
     let end = min(blk.t0 + ATT_BLOCK, seq);
     for (var j0 = 0u; j0 < end; j0 += ATT_SROWS) {
-        att_stage_kv(lid, j0, seq, tok0, c, head, hd);
+        att_stage_kv(lid, j0, ATT_SROWS, ATT_S4, seq, tok0, c, head, hd);
         workgroupBarrier();
         if (live && j0 <= t) {
             let n = min(ATT_SROWS, t + 1u - j0); // visible keys of this tile
@@ -128,7 +111,7 @@ fn attention_backward_dq_hd32(@builtin(local_invocation_index) lid: u32, @builti
     }
     let end = min(blk.t0 + ATT_BLOCK, seq);
     for (var j0 = 0u; j0 < end; j0 += ATT_SROWS) {
-        att_stage_kv(lid, j0, seq, tok0, c, head, hd);
+        att_stage_kv(lid, j0, ATT_SROWS, ATT_S4, seq, tok0, c, head, hd);
         workgroupBarrier();
         if (live && j0 <= t) {
             let n = min(ATT_SROWS, t + 1u - j0);

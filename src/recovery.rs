@@ -5,12 +5,13 @@
 //! latest snapshot; because data sampling and every kernel are deterministic, the redone steps
 //! are the very same steps.
 //!
-//! When a snapshot reaches the CPU differs by platform. Natively the steps after a copy poll for
-//! it without blocking, so it lands as soon as the GPU has run it, and at most `every` steps
-//! plus the few the GPU runs behind the host are redone (waiting for it at once drained the
-//! queue every `every` steps). The browser cannot poll: there the snapshot is taken when metrics are read (at most once
-//! per `every` steps) and lands during that read, so at most `every` steps plus the steps since
-//! the last read are redone (the page reads after every ~150 ms chunk).
+//! When a snapshot reaches the CPU differs by platform. Natively the steps after a copy poll
+//! for it without blocking, so it lands as soon as the GPU has run it, and at most `every`
+//! steps plus the few the GPU runs behind the host are redone (waiting for it at once drained
+//! the queue every `every` steps). The browser cannot poll: there the snapshot is taken when
+//! metrics are read (at most once per `every` steps) and lands during that read, so at most
+//! `every` steps plus the steps since the last read are redone (the page reads after every
+//! ~150 ms chunk).
 
 use std::sync::{Arc, Mutex};
 
@@ -120,16 +121,14 @@ impl Snapshots {
     /// which is as soon as the GPU has run the copy. (Waiting for it drained the queue every
     /// `every` steps: mlp-spiral spent about a fifth of its host time there.)
     pub fn after_step(&mut self, gpu: &Gpu, params: &ParamStore, step: u64, rng: &Rng) {
-        #[cfg(not(target_arch = "wasm32"))]
-        if self.every > 0 {
-            if step % self.every == 0 {
-                self.capture(gpu, params, step, rng);
-            } else if self.lock().in_flight.is_some() {
-                gpu.device.poll(wgpu::PollType::Poll).ok();
-            }
+        if cfg!(target_arch = "wasm32") || self.every == 0 {
+            return;
         }
-        #[cfg(target_arch = "wasm32")]
-        let _ = (gpu, params, step, rng);
+        if step % self.every == 0 {
+            self.capture(gpu, params, step, rng);
+        } else if self.lock().in_flight.is_some() {
+            gpu.device.poll(wgpu::PollType::Poll).ok();
+        }
     }
 
     /// In the browser, called by each metrics read before it waits: when `every` steps have

@@ -1,5 +1,5 @@
-//! Buffers one `Gpu` shares among all the dispatches built on it: the split-K scratch buffer
-//! and the placeholder bound where a kernel's optional binding goes unused.
+//! Buffers one `Gpu` shares among all the dispatches built on it: the scratch buffer for
+//! partials and the placeholder bound where a kernel's optional binding goes unused.
 
 use crate::error::Result;
 use crate::gpu::Gpu;
@@ -7,8 +7,9 @@ use crate::tensor::Tensor;
 
 impl Gpu {
     /// A view of `len` words of one scratch buffer shared by every caller, for data that lives
-    /// only from one dispatch to the next (split-K partial products). Dispatches run in
-    /// submission order with barriers between them, so one buffer serves every product; it
+    /// only from one dispatch to the next and is written whole before it is read (split-K
+    /// partial products, the RMSNorm weight gradient's partial sums). Dispatches run in
+    /// submission order with barriers between them, so one buffer serves every such pair; it
     /// grows when a larger one is asked for (ops built earlier keep the old one alive).
     pub fn scratch(&self, name: &str, len: usize) -> Result<Tensor> {
         let mut slot = self.scratch.lock().unwrap_or_else(|p| p.into_inner());

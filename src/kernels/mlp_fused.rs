@@ -78,8 +78,8 @@ struct MfParams {
     layer: [[u32; 4]; MAX_LAYERS],
 }
 
-/// The two dispatches: partial gradients and loss per workgroup of rows into `partials`
-/// (G, P + 1), then `grads` (P) += their sum and `loss` (1) = the mean loss.
+/// The two dispatches: partial gradients and loss per workgroup of rows into partials
+/// (G, P + 1) that the ops own, then `grads` (P) += their sum and `loss` (1) = the mean loss.
 #[allow(clippy::too_many_arguments)]
 pub fn mlp_fused(
     gpu: &Gpu,
@@ -90,7 +90,6 @@ pub fn mlp_fused(
     weights: &Tensor,
     x: &Tensor,
     targets: &Tensor,
-    partials: &Tensor,
     grads: &Tensor,
     loss: &Tensor,
 ) -> Result<Vec<Op>> {
@@ -113,7 +112,6 @@ pub fn mlp_fused(
     };
     expect_len(targets, target_len, "fused MLP targets")?;
     let groups = rows.div_ceil(kind.rows_per_group());
-    expect_len(partials, groups * (total + 1), "fused MLP partials (groups, parameters + 1)")?;
     expect_len(grads, total, "fused MLP gradients")?;
     expect_len(loss, 1, "fused MLP loss")?;
     let mut layer = [[0u32; 4]; MAX_LAYERS];
@@ -136,17 +134,16 @@ pub fn mlp_fused(
         grad_scale,
         layer,
     };
+    // Its own zeroed buffer, not the shared scratch: parameters outside every layer are never
+    // written by the rows kernel, and their partials must stay zero for the reduction.
+    let partials = gpu.tensor("fused MLP partials", &[groups * (total + 1)])?;
     let p = gpu.uniform("mlp_fused params", &params);
     let kernel = if kind == FusedRows::PerNeuron { &MLP_FUSED_ROWS } else { &MLP_FUSED_ROWS_SERIAL };
-    let per_row = gpu.op(kernel, &[T(weights), T(x), T(targets), T(partials), Uni(&p)], gpu.grid(groups as u32))?;
-    let reduce = gpu.op(&MLP_FUSED_REDUCE, &[T(partials), T(grads), T(loss), Uni(&p)], gpu.grid(groups_1d(total + 1)))?;
+    let per_row = gpu.op(kernel, &[T(weights), T(x), T(targets), T(&partials), Uni(&p)], gpu.grid(groups as u32))?;
+    let reduce = gpu.op(&MLP_FUSED_REDUCE, &[T(&partials), T(grads), T(loss), Uni(&p)], gpu.grid(groups_1d(total + 1)))?;
     Ok(vec![per_row, reduce])
 }
 
-/// Partials a batch of `rows` needs for `total` parameters.
-pub fn partials_len(kind: FusedRows, rows: usize, total: usize) -> usize {
-    rows.div_ceil(kind.rows_per_group()) * (total + 1)
-}
 
 // ---------------------------------------------------------------- f64 reference
 

@@ -4,11 +4,11 @@
 //!
 //! Shapes come from lengths: C = weight.len(), rows = x.len() / C.
 
+use super::matmul::split_reduce;
 use super::{expect_len, Family::Norm as F, Kernel, R, RW, U};
 use crate::error::{KilnError, Result};
 use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
 use crate::tensor::Tensor;
-use super::matmul::split_reduce;
 
 pub const RMS_NORM: Kernel = Kernel { entry: "rms_norm", family: F, bindings: &[R, R, RW, RW, U] };
 pub const RMS_NORM_RESIDUAL: Kernel =

@@ -11,7 +11,7 @@ use crate::error::{ensure, Result};
 use crate::gpu::{Gpu, Op};
 use crate::kernels::elementwise::{activation_backward, bias_activation, binary, Activation, Binary};
 use crate::kernels::matmul::{matmul, matmul_ops, MatmulDesc};
-use crate::kernels::mlp_fused::{fits, mlp_fused, partials_len, FusedLayer, FusedLoss, FusedRows};
+use crate::kernels::mlp_fused::{fits, mlp_fused, FusedLayer, FusedLoss, FusedRows};
 use crate::kernels::reduce::column_sum;
 use crate::model::params::{Init, ParamSpec, ParamStore};
 use crate::model::Net;
@@ -76,11 +76,8 @@ impl MlpConfig {
             .enumerate()
             .map(|(l, (fan_in, out))| FusedLayer { w: params.entry(&format!("layer{l}.weight")).offset, b: params.entry(&format!("layer{l}.bias")).offset, fan_in, out })
             .collect();
-        let rows = input.len() / self.input_dim;
-        let rows_kernel = FusedRows::for_gpu(gpu);
-        let partials = gpu.tensor("fused MLP partials", &[partials_len(rows_kernel, rows, params.weights.len())])?;
         let kind = if regression { FusedLoss::Mse } else { FusedLoss::CrossEntropy };
-        mlp_fused(gpu, rows_kernel, &layers, self.activation, kind, &params.weights, input, targets, &partials, &params.grads, loss)
+        mlp_fused(gpu, FusedRows::for_gpu(gpu), &layers, self.activation, kind, &params.weights, input, targets, &params.grads, loss)
     }
 }
 

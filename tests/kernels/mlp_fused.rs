@@ -56,9 +56,8 @@ async fn check(gpu: &Gpu, c: &mut Checks, rng: &mut Rng, kind: mf::FusedRows, ca
         }
     };
     let (grads, g0) = random_tensor(gpu, rng, "grads", &[total], -0.1, 0.1);
-    let partials = gpu.tensor("partials", &[mf::partials_len(kind, case.rows, total)]).unwrap();
     let loss = gpu.tensor("loss", &[1]).unwrap();
-    let ops = mf::mlp_fused(gpu, kind, &layers, case.act, case.loss, &weights, &x, &targets, &partials, &grads, &loss).unwrap();
+    let ops = mf::mlp_fused(gpu, kind, &layers, case.act, case.loss, &weights, &x, &targets, &grads, &loss).unwrap();
     gpu.run(&ops.iter().collect::<Vec<_>>()).unwrap();
     let (want_loss, dg) = reference::loss_and_grads(&layers, case.act, case.loss, &w64, &x64, &t64);
     let want_grads: Vec<f64> = g0.iter().zip(&dg).map(|(a, b)| a + b).collect();
@@ -98,7 +97,7 @@ pub async fn run(gpu: &Gpu, c: &mut Checks) {
 async fn rejects_unfit(gpu: &Gpu, _c: &mut Checks) {
     let (layers, total) = layout(&[2, 33, 2]);
     let t = |n: usize| gpu.tensor("t", &[n]).unwrap();
-    let err = mf::mlp_fused(gpu, mf::FusedRows::PerNeuron, &layers, Activation::Relu, FusedLoss::CrossEntropy, &t(total), &t(4), &t(2), &t(100), &t(total), &t(1)).err().unwrap();
+    let err = mf::mlp_fused(gpu, mf::FusedRows::PerNeuron, &layers, Activation::Relu, FusedLoss::CrossEntropy, &t(total), &t(4), &t(2), &t(total), &t(1)).err().unwrap();
     assert!(err.to_string().contains("width ≤ 32"), "{err}");
 }
 
