@@ -8,10 +8,20 @@ export RUST_TEST_THREADS ?= 2
 # Vulkan loaders complain when this is unset; any private directory will do.
 export XDG_RUNTIME_DIR ?= /tmp/kiln-xdg-$(shell id -u)
 
-.PHONY: test test-native test-browser test-fuzz test-npm test-e2e npm build-page serve setup-test setup-serve bench bench-torch clean
+.PHONY: types lint test test-native test-browser test-fuzz test-npm test-e2e npm build-page serve setup-test setup-serve bench bench-torch clean
 
-test: setup-test test-native test-browser test-npm test-e2e test-fuzz
+test: setup-test lint test-native test-browser test-npm test-e2e test-fuzz
 	@echo "make test: all suites passed"
+
+# js/kiln-types.d.ts from the Rust structs (ts-rs); `make test` fails while it is stale.
+types:
+	KILN_WRITE_TYPES=1 cargo test --lib api::typescript
+
+# Style and lints, natively and for the browser build (rustfmt.toml sets the line width).
+lint: setup-test
+	cargo fmt --check
+	cargo clippy --all-targets -- -D warnings
+	cargo clippy --target wasm32-unknown-unknown --lib -- -D warnings
 
 setup-test:
 	@mkdir -p -m 700 $(XDG_RUNTIME_DIR) target

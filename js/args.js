@@ -1,14 +1,30 @@
 // Argument checks shared by kiln.js: every bad value becomes an Error that names the field and
 // says what is allowed, before anything reaches the wasm side.
 
-export function invalid(field, message) {
-  return new Error(`invalid \`${field}\`: ${message}`);
+/** An Error with a stable `code` (see ErrorCode in kiln-types.d.ts), as the wasm side makes them. */
+export function kilnError(code, message, field) {
+  const e = new Error(message);
+  e.name = 'KilnError';
+  e.code = code;
+  if (field !== undefined) e.field = field;
+  return e;
 }
 
-/** Errors from wasm are `Error`s already; anything else (a string, a DOMException) becomes one. */
+export function invalid(field, message) {
+  return kilnError('invalid-input', `invalid \`${field}\`: ${message}`, field);
+}
+
+/**
+ * Errors from wasm are `Error`s with a `code` already. Anything else (a string, a DOMException,
+ * wgpu's own Error from inside the browser's WebGPU) becomes one with code 'gpu'.
+ */
 export function asError(e) {
-  if (e instanceof Error) return e;
-  return new Error(typeof e === 'string' ? e : String(e?.message ?? e));
+  if (e instanceof Error && typeof e.code === 'string') return e;
+  if (e instanceof Error) {
+    e.code = 'gpu';
+    return e;
+  }
+  return kilnError('gpu', typeof e === 'string' ? e : String(e?.message ?? e));
 }
 
 export function checkKeys(options, allowed, what) {
@@ -34,21 +50,18 @@ export function checkNumber(value, field) {
   return value;
 }
 
-export function configJson(config) {
+/** A config as the wasm side takes it: an object, or its JSON text. */
+export function configArg(config) {
   if (typeof config === 'string') return config;
   if (config === null || typeof config !== 'object' || Array.isArray(config)) {
     throw invalid('config', `expected a SessionConfig object, got ${config === null ? 'null' : Array.isArray(config) ? 'an array' : typeof config}`);
   }
-  try {
-    return JSON.stringify(config);
-  } catch (e) {
-    throw invalid('config', `cannot be serialized to JSON: ${asError(e).message}`);
-  }
+  return config;
 }
 
 export function checkpointBytes(bytes) {
   if (bytes instanceof Uint8Array) return bytes;
-  if (bytes instanceof ArrayBuffer) return new Uint8Array(bytes);
+  if (bytes instanceof ArrayBuffer || (typeof SharedArrayBuffer !== 'undefined' && bytes instanceof SharedArrayBuffer)) return new Uint8Array(bytes);
   if (ArrayBuffer.isView(bytes)) return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   throw invalid('checkpoint', 'expected a Uint8Array or ArrayBuffer of a saved checkpoint');
 }

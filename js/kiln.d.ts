@@ -1,5 +1,6 @@
-// Type declarations for kiln-gpu (js/kiln.js). The config types mirror the serde JSON of the
-// Rust crate's `SessionConfig` (src/config.rs): snake_case fields, externally tagged enums.
+// Type declarations for kiln-gpu (js/kiln.js). The config and result types are generated from
+// the Rust structs into kiln-types.d.ts (`make types`); this file declares the functions and the
+// Kiln class that use them.
 
 // ---------------------------------------------------------------------------------------------
 // Initialization
@@ -33,101 +34,29 @@ export interface InitOptions {
 export function init(options?: InitOptions): Promise<void>;
 
 // ---------------------------------------------------------------------------------------------
-// Configuration (the JSON of src/config.rs `SessionConfig`)
+// Configuration and results: generated from the Rust structs (kiln-types.d.ts, `make types`)
 
-export type Activation = 'relu' | 'silu' | 'tanh';
+import type {
+  SessionConfig, OptimConfig, PresetInfo, AdapterSummary, RunInfo, Evaluation, UpdateRatio, Recovered,
+  GenerateOptions, Shared, CheckpointInfo, ErrorCode,
+} from './kiln-types.js';
+export type * from './kiln-types.js';
 
-export interface MlpConfig {
-  /** 2 for the classification tasks, 1 for the regression tasks. */
-  input_dim: number;
-  /** Widths of the hidden layers, e.g. [16, 16]; at most 15 layers of width 1..=4096. */
-  hidden: number[];
-  /** Classes (2; 2..=10 with CSV data) or 1 for regression. */
-  output_dim: number;
-  activation: Activation;
+/** A preset's (or a validated) config: every field filled in. */
+export type FullSessionConfig = SessionConfig & { optimizer: Required<OptimConfig>; seed: number };
+
+/**
+ * Every Error kiln-gpu throws or rejects with: `code` says what kind (branch on it, never on
+ * the message), `field` names the config field or argument at fault, with the config's own
+ * path (`optimizer.beta1`, `model.mlp.hidden[0]`, `data.points.csv line 3`).
+ */
+export interface KilnError extends Error {
+  code: ErrorCode;
+  field?: string;
 }
 
-export interface LlamaConfig {
-  /** Token vocabulary; at least the number of distinct characters of the text. */
-  vocab: number;
-  d_model: number;
-  /** Must divide d_model; d_model / heads must be even. */
-  heads: number;
-  layers: number;
-  /** Tokens per sequence (attention window), 1..=1024. */
-  context: number;
-  /** Width of the SwiGLU hidden layer. */
-  hidden: number;
-  /** RoPE base, default 10000. */
-  rope_theta?: number;
-  /** RMSNorm epsilon, default 1e-5. */
-  norm_eps?: number;
-}
-
-export type ModelConfig = { mlp: MlpConfig } | { llama: LlamaConfig };
-
-export type PointTask = 'spiral' | 'circles' | 'xor' | 'gaussians' | 'sine' | 'piecewise';
-
-export interface PointData {
-  task: PointTask;
-  /** Points to generate, 1..=100000. */
-  points: number;
-  /** Gaussian noise (standard deviation), 0..=1. */
-  noise: number;
-  /** Fraction held out for validation, 0.05..=0.5. */
-  validation_fraction: number;
-  /** Your own points as CSV lines `x,y,label` (classification) or `x,target` (regression). */
-  csv?: string;
-}
-
-export interface TextData {
-  /** Your own text (at most 1 MiB, 2..=256 distinct characters); omitted: Genesis (KJV). */
-  text?: string;
-  validation_fraction: number;
-}
-
-export type DataConfig = { points: PointData } | { text: TextData };
-
-export type Schedule =
-  | { kind: 'constant' }
-  | { kind: 'warmup_cosine'; warmup_steps: number; total_steps: number; min_lr_fraction: number };
-
-export interface OptimConfig {
-  kind: 'adamw' | 'sgd';
-  lr: number;
-  beta1: number;
-  beta2: number;
-  eps: number;
-  weight_decay: number;
-  /** SGD momentum. */
-  momentum: number;
-  /** Global gradient-norm clip; 0 disables it. */
-  clip: number;
-  /** Micro-batches averaged into one update, 1..=64. */
-  accumulation: number;
-  schedule: Schedule;
-}
-
-export interface SessionConfig {
-  model: ModelConfig;
-  data: DataConfig;
-  /** Examples per micro-batch: points for an MLP, sequences for a Llama. */
-  batch: number;
-  /** Missing fields take their defaults (AdamW, lr 0.01, clip 1, constant schedule). */
-  optimizer?: Partial<OptimConfig>;
-  seed?: number;
-}
-
-/** A preset's config has every field filled in. */
-export interface FullSessionConfig extends SessionConfig {
-  optimizer: OptimConfig;
-  seed: number;
-}
-
-export interface PresetInfo {
-  name: string;
-  description: string;
-}
+/** Bytes of a file: a Uint8Array, an ArrayBuffer, or any typed-array view of one. */
+export type Bytes = Uint8Array | ArrayBufferLike | ArrayBufferView;
 
 /** The built-in presets. Needs `await init()`. */
 export function presets(): PresetInfo[];
@@ -135,19 +64,22 @@ export function presets(): PresetInfo[];
 /** A preset's config, to edit and pass to `Kiln.create`. Throws for an unknown name. Needs `await init()`. */
 export function preset(name: string): FullSessionConfig;
 
-/** Throws an Error naming the bad field (`invalid \`llama.heads\`: …`). Needs `await init()`. */
-export function validateConfig(config: SessionConfig | string): void;
+/** Returns the config with every default filled in; throws a KilnError (code 'invalid-input') naming the field. Needs `await init()`. */
+export function validateConfig(config: SessionConfig | string): FullSessionConfig;
 
-export interface AdapterInfo {
-  name: string;
-  /** e.g. "BrowserWebGpu". */
-  backend: string;
-  driver: string;
-  maxStorageBindingBytes: number;
-  maxBufferBytes: number;
-  maxWorkgroupsPerDim: number;
-  maxWorkgroupStorageBytes: number;
-}
+/** The config as URL state (your text or points kept while the link stays under 8,192 characters). Needs `await init()`. */
+export function shareConfig(config: SessionConfig | string): Shared;
+
+/** The validated config in URL state from `shareConfig`; throws naming what is wrong. Needs `await init()`. */
+export function openShared(state: string): FullSessionConfig;
+
+/** A checkpoint's config and step, read from its header (code 'bad-checkpoint' if it is not one). Needs `await init()`. */
+export function readCheckpoint(bytes: Bytes): CheckpointInfo;
+
+/** Your own points parsed from CSV as a run would (`x,y,label` or `x,target` rows). Needs `await init()`. */
+export function parsePoints(csv: string): ClassSplit | RegressionSplit;
+
+export type AdapterInfo = AdapterSummary;
 
 /** Acquires a WebGPU device and describes its adapter. */
 export function adapterInfo(): Promise<AdapterInfo>;
@@ -155,27 +87,6 @@ export function adapterInfo(): Promise<AdapterInfo>;
 // ---------------------------------------------------------------------------------------------
 // A run
 
-export interface RunInfo {
-  /** Trainable parameters. */
-  parameters: number;
-  /** GPU dispatches per optimizer step. */
-  dispatchesPerStep: number;
-  adapter: AdapterInfo;
-  model: 'mlp' | 'llama';
-  /** The point task, or 'text' for a Llama. */
-  task: PointTask | 'text';
-  /** True for the regression tasks (sine, piecewise). */
-  regression: boolean;
-  /** Output classes (vocabulary for a Llama); 0 for regression. */
-  classes: number;
-  batch: number;
-  /** batch × accumulation. */
-  examplesPerStep: number;
-  /** examplesPerStep × context (= examplesPerStep for an MLP). */
-  tokensPerStep: number;
-  /** The validated config, every default filled in. */
-  config: FullSessionConfig;
-}
 
 export interface StepMetrics {
   /** 1-based optimizer step. */
@@ -195,24 +106,11 @@ export interface Throughput {
 /** The steps of one chunk, with the chunk's throughput. */
 export type MetricsEvent = StepMetrics[] & Throughput;
 
-/**
- * The GPU device was lost (driver reset, the browser reclaiming it) and the run was rebuilt on
- * a new device from its latest in-memory snapshot. Steps after `resumedAt` are trained again,
- * identically (the metrics of those steps arrive again with the same values).
- */
-export interface Recovery {
-  /** Why the device was lost. */
-  reason: string;
-  /** The step training had reached. */
-  lostAt: number;
-  /** The snapshot's step, where training continues. */
-  resumedAt: number;
-}
 
 export interface KilnEvents {
   metrics: (metrics: MetricsEvent, throughput: Throughput) => void;
   error: (error: Error) => void;
-  recovered: (recovery: Recovery) => void;
+  recovered: (recovery: Recovered) => void;
 }
 
 export interface TrainOptions {
@@ -227,11 +125,6 @@ export interface EvaluateOptions {
   validation?: boolean;
 }
 
-export interface Evaluation {
-  loss: number;
-  /** Fraction of correct classes or next tokens; null for regression. */
-  accuracy: number | null;
-}
 
 export interface WeightTensor {
   /** e.g. "layer0.weight", "blocks.0.attn.wq". */
@@ -241,11 +134,6 @@ export interface WeightTensor {
   data: Float32Array;
 }
 
-export interface UpdateRatio {
-  name: string;
-  /** ‖Δw‖ / ‖w‖ at the last step trained (GPU-computed each step); 0 before any step. */
-  ratio: number;
-}
 
 export interface PredictGridOptions {
   /** Grid side (classification, 1..=512) or number of x values (regression, 2..=65536); default 64. */
@@ -258,24 +146,17 @@ export interface PredictGrid {
   kind: 'classification' | 'regression';
   size: number;
   extent: number;
+  /** Values per cell: the number of classes (1 for regression). */
+  classes: number;
   /**
-   * classification: size×size class-1 probabilities, row-major; cell (row, col) is the point
-   * x = -extent + (col + 0.5)·2·extent/size, y = extent − (row + 0.5)·2·extent/size (y down).
+   * classification: (size, size, classes) probabilities, row-major; cell (row, col) is the point
+   * x = -extent + (col + 0.5)·2·extent/size, y = extent − (row + 0.5)·2·extent/size (y down),
+   * and its class c probability is values[(row·size + col)·classes + c].
    * regression: `size` predictions at x = -extent + i·2·extent/(size − 1).
    */
   values: Float32Array;
 }
 
-export interface GenerateOptions {
-  /** Characters to generate, 1..=4096 (default 200). */
-  maxTokens?: number;
-  /** Softmax temperature, 0..=10; 0 is greedy (default 0.8). */
-  temperature?: number;
-  /** Sample from the k most likely characters (default 20). */
-  topK?: number;
-  /** Sampler seed (default 0): the same seed gives the same text. */
-  seed?: number;
-}
 
 interface PointSplit {
   /** (N × inputDim) coordinates, row-major. */
@@ -318,13 +199,13 @@ export type DatasetPreview = PointsPreview | TextPreview;
 
 export declare class Kiln {
   private constructor();
-  /** Validates `config`, acquires a WebGPU device and builds the run; rejects with an Error naming the bad field. */
+  /** Validates `config`, acquires a WebGPU device and builds the run; rejects with a KilnError naming the bad field. */
   static create(config: SessionConfig | string): Promise<Kiln>;
 
   /** A new run from a checkpoint of `save()`, built from the config it carries; it continues exactly. */
-  static fromCheckpoint(bytes: Uint8Array | ArrayBuffer | ArrayBufferView): Promise<Kiln>;
+  static fromCheckpoint(bytes: Bytes): Promise<Kiln>;
 
-  readonly info: Readonly<RunInfo>;
+  readonly info: Readonly<RunInfo & { config: FullSessionConfig }>;
   /** Whether a `train()` is in progress. */
   readonly training: boolean;
   /** Whether `dispose()` was called. */
@@ -363,12 +244,12 @@ export declare class Kiln {
   /** Destroys the GPU device under the run, as a driver reset would: for testing recovery. */
   simulateDeviceLoss(): Promise<void>;
   /** Restores a checkpoint of the same model; on error the run is unchanged. */
-  load(bytes: Uint8Array | ArrayBuffer | ArrayBufferView): Promise<void>;
+  load(bytes: Bytes): Promise<void>;
   /** The training data (cached at create time). */
   dataset(): DatasetPreview;
   /**
    * Stops training, lets already-queued calls finish, then frees the GPU device and wasm memory
-   * (the promise resolves then). Every later call rejects with Error('this Kiln run was disposed').
+   * (the promise resolves then). Every later call rejects with a KilnError of code 'disposed'.
    */
   dispose(): Promise<void>;
 }

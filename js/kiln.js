@@ -1,21 +1,24 @@
 // kiln-gpu: train tiny MLPs and tiny Llamas on WebGPU, in the browser or in Node.
 //
 // This module wraps the wasm-bindgen bindings (./kiln_wasm.js, built from src/web.rs) in the
-// documented API (see kiln.d.ts): it loads the wasm, shapes JSON and typed arrays into plain
-// objects, and runs every call of a run through one promise queue, because an async wasm method
-// borrows the session while it awaits and an overlapping call would fail with wasm-bindgen's
-// "recursive use of an object" error.
+// documented API (see kiln.d.ts): it loads the wasm, checks arguments, shapes typed arrays into
+// plain objects, and runs every call of a run through one promise queue, because an async wasm
+// method borrows the session while it awaits and an overlapping call would fail with
+// wasm-bindgen's "recursive use of an object" error. Every Error it rejects with has a `code`.
 
 import { bindings, ensureInit, toMetrics } from './module.js';
-import { invalid, asError, checkKeys, checkInt, checkNumber, configJson, checkpointBytes } from './args.js';
+import { invalid, asError, kilnError, checkKeys, checkInt, checkNumber, configArg, checkpointBytes } from './args.js';
 
-export { init, presets, preset, validateConfig, adapterInfo } from './module.js';
+export { init, presets, preset, validateConfig, shareConfig, openShared, readCheckpoint, parsePoints, adapterInfo } from './module.js';
 
 const DISPOSED = 'this Kiln run was disposed';
+const disposedError = () => kilnError('disposed', DISPOSED);
 const now = () => (typeof performance !== 'undefined' ? performance.now() : Date.now());
 const yieldToEventLoop = () => new Promise((resolve) => setTimeout(resolve, 0));
 const TOKEN = Symbol('kiln');
 const EVENTS = ['metrics', 'error', 'recovered'];
+// Errors after which the device may be lost (and the run rebuilt); bad input never is.
+const RECOVERABLE = new Set(['device-lost', 'gpu', 'readback', 'out-of-memory']);
 
 export class Kiln {
   #session;
@@ -33,8 +36,8 @@ export class Kiln {
   constructor(token, session) {
     if (token !== TOKEN) throw new Error('use `await Kiln.create(config)` to start a Kiln run');
     this.#session = session;
-    this.info = JSON.parse(session.infoJson());
-    this.#layout = JSON.parse(session.layoutJson());
+    this.info = session.info();
+    this.#layout = session.layout();
     this.#dataset = session.datasetPreview();
     this.#slots = bindings.Session.metricSlots();
     Object.freeze(this.info);
@@ -42,8 +45,8 @@ export class Kiln {
 
   /** Validates `config`, acquires a WebGPU device and builds the run. Rejects with an Error naming the bad field. */
   static async create(config) {
-    const json = configJson(config);
-    return Kiln.#open(() => bindings.Session.create(json));
+    const arg = configArg(config);
+    return Kiln.#open(() => bindings.Session.create(arg));
   }
 
   /** A new run from a checkpoint of `save()`, with the checkpoint's own config; it continues exactly. */
@@ -70,9 +73,9 @@ export class Kiln {
    * latest snapshot ('recovered' event) and `fn` runs once more there.
    */
   #enqueue(fn) {
-    if (this.#disposed) return Promise.reject(new Error(DISPOSED));
+    if (this.#disposed) return Promise.reject(disposedError());
     const result = this.#queue.then(async () => {
-      if (this.#freed) throw new Error(DISPOSED);
+      if (this.#freed) throw disposedError();
       try {
         return await fn(this.#session);
       } catch (e) {
@@ -91,7 +94,7 @@ export class Kiln {
   /** After a failed call: when the device is lost, rebuilds the run and says so; false otherwise. */
   async #recoverIfLost(error) {
     const s = this.#session;
-    if (error.message.startsWith('invalid `') || !s) return false; // bad input, not the GPU
+    if (!s || !RECOVERABLE.has(error.code)) return false; // bad input or a bad file, not the GPU
     // The browser reports a loss through a promise that may settle a task after the failure.
     let reason = s.deviceLost();
     for (let i = 0; i < 5 && reason === undefined; i++) {
@@ -99,8 +102,7 @@ export class Kiln {
       reason = s.deviceLost();
     }
     if (reason === undefined || this.#freed) return false;
-    const r = JSON.parse(await s.recover());
-    this.#emit('recovered', { reason: r.reason, lostAt: r.lost_at, resumedAt: r.resumed_at });
+    this.#emit('recovered', await s.recover());
     return true;
   }
 
@@ -161,11 +163,11 @@ export class Kiln {
    * after `pause()` or `dispose()`).
    */
   async train(options = {}) {
-    if (this.#disposed) throw new Error(DISPOSED);
+    if (this.#disposed) throw disposedError();
     const o = checkKeys(options, ['steps', 'readEvery'], 'train');
     const steps = checkInt(o.steps, 'steps', 0, 1e9);
     const readEvery = checkInt(o.readEvery ?? 50, 'readEvery', 1, this.#slots);
-    if (this.#training) throw new Error('this Kiln run is already training: await it, or pause() it first');
+    if (this.#training) throw kilnError('busy', 'this Kiln run is already training: await it, or pause() it first');
     this.#training = true;
     this.#pauseRequested = false;
     let last = null;
@@ -180,7 +182,7 @@ export class Kiln {
       }
     } catch (e) {
       const err = asError(e);
-      if (err.message !== DISPOSED) this.#emit('error', err);
+      if (err.code !== 'disposed') this.#emit('error', err);
       throw err;
     } finally {
       this.#training = false;
@@ -205,12 +207,16 @@ export class Kiln {
       this.#report(metrics);
       return metrics[metrics.length - 1];
     } catch (e) {
-      if (e.message !== DISPOSED) this.#emit('error', e);
+      if (e.code !== 'disposed') this.#emit('error', e);
       throw e;
     }
   }
 
-  /** Loss and accuracy (null for regression) on the validation (default) or training split. */
+  /**
+   * Loss and accuracy (null for regression) on the validation (default) or training split:
+   * every point, or every next token of a text split up to four training batches of windows
+   * (`scored` says how many).
+   */
   evaluate(options = {}) {
     let validation;
     try {
@@ -220,7 +226,7 @@ export class Kiln {
     } catch (e) {
       return Promise.reject(e);
     }
-    return this.#enqueue(async (s) => JSON.parse(await s.evaluate(validation)));
+    return this.#enqueue((s) => s.evaluate(validation));
   }
 
   /** Every parameter tensor, in model order, with a copy of its values. */
@@ -233,13 +239,13 @@ export class Kiln {
 
   /** ‖Δw‖ / ‖w‖ per tensor at the last step trained (GPU-computed each step; zeros before any). */
   updateRatios() {
-    return this.#enqueue(async (s) => JSON.parse(await s.updateRatios()));
+    return this.#enqueue(async (s) => s.updateRatios());
   }
 
   /**
-   * A 2-D classifier's class-1 probability on a size×size grid of cell centres over
-   * [-extent, extent]² (row-major, first row at y = +extent), or a regression MLP's predictions
-   * at `size` evenly spaced x from -extent to +extent.
+   * A 2-D classifier's probability of every class on a size×size grid of cell centres over
+   * [-extent, extent]² ((size, size, classes), row-major, first row at y = +extent), or a
+   * regression MLP's predictions at `size` evenly spaced x from -extent to +extent.
    */
   predictGrid(options = {}) {
     let size, extent;
@@ -251,25 +257,18 @@ export class Kiln {
       return Promise.reject(e);
     }
     const kind = this.info.regression ? 'regression' : 'classification';
-    return this.#enqueue(async (s) => ({ kind, size, extent, values: await s.predictGrid(size, extent) }));
+    const classes = this.info.regression ? 1 : this.info.classes;
+    return this.#enqueue(async (s) => ({ kind, size, extent, classes, values: await s.predictGrid(size, extent) }));
   }
 
   /** Continues `prompt` with a Llama run (characters the training text contains). */
   generate(prompt, options = {}) {
-    let json;
-    try {
-      if (typeof prompt !== 'string') throw invalid('prompt', `must be a string, got ${typeof prompt}`);
-      const o = checkKeys(options, ['maxTokens', 'temperature', 'topK', 'seed'], 'generate');
-      const rust = {};
-      if (o.maxTokens !== undefined) rust.max_tokens = checkInt(o.maxTokens, 'maxTokens', 1, 4096);
-      if (o.temperature !== undefined) rust.temperature = checkNumber(o.temperature, 'temperature');
-      if (o.topK !== undefined) rust.top_k = checkInt(o.topK, 'topK', 1, 65536);
-      if (o.seed !== undefined) rust.seed = checkInt(o.seed, 'seed', 0, Number.MAX_SAFE_INTEGER);
-      json = JSON.stringify(rust);
-    } catch (e) {
-      return Promise.reject(e);
+    // The options are checked on the Rust side (GenerateOptions), naming the field.
+    if (typeof prompt !== 'string') return Promise.reject(invalid('prompt', `must be a string, got ${typeof prompt}`));
+    if (options !== undefined && (options === null || typeof options !== 'object' || Array.isArray(options))) {
+      return Promise.reject(invalid('options', 'expected an options object'));
     }
-    return this.#enqueue((s) => s.generate(prompt, json));
+    return this.#enqueue((s) => s.generate(prompt, options));
   }
 
   /** A safetensors checkpoint: weights, optimizer state, config, step and sampler state. */
@@ -290,7 +289,7 @@ export class Kiln {
 
   /** The training data: points (with the validation split) or a text excerpt and its vocabulary. */
   dataset() {
-    if (this.#disposed) throw new Error(DISPOSED);
+    if (this.#disposed) throw disposedError();
     return this.#dataset;
   }
 
@@ -301,7 +300,7 @@ export class Kiln {
 
   /**
    * Stops training, waits for calls already queued, then releases the GPU device and the wasm
-   * memory. Every later call rejects with Error('this Kiln run was disposed').
+   * memory. Every later call rejects with an Error of code 'disposed'.
    */
   dispose() {
     if (this.#disposed) return this.#queue;

@@ -1,9 +1,9 @@
 // kiln-gpu's module: loading the wasm (once, in a browser or in Node with an injected GPU) and
-// the functions that need no run (presets, config validation, adapter info). kiln.js re-exports
-// them next to the Kiln class.
+// the functions that need no run (presets, config validation, share links, checkpoint headers,
+// adapter info). kiln.js re-exports them next to the Kiln class.
 
 import initWasm, * as bindings from './kiln_wasm.js';
-import { invalid, asError, checkKeys, configJson } from './args.js';
+import { invalid, asError, checkKeys, configArg, checkpointBytes } from './args.js';
 
 const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof window === 'undefined';
 
@@ -73,36 +73,66 @@ export async function ensureInit() {
   await (ready ?? init());
 }
 
+/** Calls a wasm function; its Errors (with `code` and `field`) pass through as they are. */
+function call(fn) {
+  try {
+    return fn(wasm());
+  } catch (e) {
+    throw asError(e);
+  }
+}
+
 /** `[{name, description}]` of the built-in presets. Needs `await init()`. */
 export function presets() {
-  return JSON.parse(wasm().presetsJson());
+  return call((w) => w.presets());
 }
 
 /** A preset's SessionConfig (a plain object: edit it and pass it to `Kiln.create`). Needs `await init()`. */
 export function preset(name) {
   if (typeof name !== 'string') throw invalid('preset', `expected a preset name, got ${typeof name}`);
-  return JSON.parse(wasm().presetJson(name));
+  return call((w) => w.preset(name));
 }
 
-/** Throws an Error naming the field when `config` is not a valid SessionConfig. Needs `await init()`. */
+/**
+ * Checks `config` (an object or its JSON) and returns it with every default filled in; throws an
+ * Error with `code` 'invalid-input' naming the `field` otherwise. Needs `await init()`.
+ */
 export function validateConfig(config) {
-  wasm().validateConfig(configJson(config));
+  return call((w) => w.validateConfig(configArg(config)));
 }
 
-/** Acquires a WebGPU device and describes its adapter (snake_case fields from the Rust side). */
+/** The config as URL state `{state, dropped}` (your text or points kept while they fit). Needs `await init()`. */
+export function shareConfig(config) {
+  return call((w) => w.shareConfig(configArg(config)));
+}
+
+/** The validated config in URL state made by `shareConfig`. Needs `await init()`. */
+export function openShared(state) {
+  if (typeof state !== 'string') throw invalid('state', `expected the URL state string, got ${typeof state}`);
+  return call((w) => w.openShared(state));
+}
+
+/** `{config, step}` from a checkpoint's header, without loading it. Needs `await init()`. */
+export function readCheckpoint(bytes) {
+  const view = checkpointBytes(bytes);
+  return call((w) => w.readCheckpoint(view));
+}
+
+/**
+ * Your own points from CSV text (`x,y,label` or `x,target` rows; blank lines, `#` comments and a
+ * header line skipped), parsed as a run would: `{inputs, labels | targets, inputDim, classes}`.
+ * Needs `await init()`.
+ */
+export function parsePoints(csv) {
+  if (typeof csv !== 'string') throw invalid('csv', `expected CSV text, got ${typeof csv}`);
+  return call((w) => w.parsePoints(csv));
+}
+
+/** Acquires a WebGPU device and describes its adapter. */
 export async function adapterInfo() {
   await ensureInit();
   try {
-    const a = await bindings.adapterInfo();
-    return {
-      name: a.name,
-      backend: a.backend,
-      driver: a.driver,
-      maxStorageBindingBytes: a.max_storage_binding_bytes,
-      maxBufferBytes: a.max_buffer_bytes,
-      maxWorkgroupsPerDim: a.max_workgroups_per_dim,
-      maxWorkgroupStorageBytes: a.max_workgroup_storage_bytes,
-    };
+    return await bindings.adapterInfo();
   } catch (e) {
     throw asError(e);
   }

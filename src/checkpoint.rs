@@ -13,8 +13,8 @@ use crate::config::SessionConfig;
 use crate::error::{KilnError, Result};
 use crate::gpu::Gpu;
 use crate::model::params::Layout;
-use crate::recovery::Snapshot;
 use crate::model::ModelConfig;
+use crate::recovery::Snapshot;
 use crate::train::Session;
 
 const FORMAT: &str = "kiln-checkpoint-1";
@@ -22,7 +22,7 @@ const FORMAT: &str = "kiln-checkpoint-1";
 pub const MAX_CHECKPOINT_BYTES: usize = 1 << 30;
 
 fn bad(message: impl Into<String>) -> KilnError {
-    KilnError::invalid("checkpoint", message)
+    KilnError::BadCheckpoint(message.into())
 }
 
 impl Session {
@@ -136,9 +136,33 @@ pub fn decode(bytes: &[u8], expect: Option<(&ModelConfig, &Layout)>) -> Result<D
             for (d, chunk) in dst.iter_mut().zip(view.data().chunks_exact(4)) {
                 *d = f32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
             }
+            // A NaN weight would load "fine" and make every loss NaN; say which tensor holds it.
+            if let Some(i) = dst.iter().position(|v| !v.is_finite()) {
+                return Err(bad(format!(
+                    "tensor `{name}` holds a non-finite value ({}) at index {i}; Kiln loads only finite weights and optimizer state",
+                    dst[i]
+                )));
+            }
         }
     }
     Ok(Decoded { config, step, rng, flat })
+}
+
+/// What a checkpoint's header says: its config and step (read without the tensors).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct CheckpointInfo {
+    pub config: SessionConfig,
+    #[cfg_attr(test, ts(type = "number"))]
+    pub step: u64,
+}
+
+/// The config and step of a checkpoint, from its header: how the page decides whether a file
+/// fits the current run. The tensors are checked by `decode` when it is loaded.
+pub fn header(bytes: &[u8]) -> Result<CheckpointInfo> {
+    let (config, (_, metadata)) = read_header(bytes)?;
+    let step = metadata.get("step").and_then(|s| s.parse::<u64>().ok()).ok_or_else(|| bad("metadata `step` is missing or not a number"))?;
+    Ok(CheckpointInfo { config, step })
 }
 
 type Parsed<'a> = (SafeTensors<'a>, HashMap<String, String>);
@@ -163,7 +187,8 @@ fn read_header(bytes: &[u8]) -> Result<(SessionConfig, Parsed<'_>)> {
     if bytes.len() > MAX_CHECKPOINT_BYTES {
         return Err(bad(format!("it is {} bytes; at most {MAX_CHECKPOINT_BYTES}", bytes.len())));
     }
-    let (_, meta) = SafeTensors::read_metadata(bytes).map_err(|e| bad(format!("not a valid safetensors file: {e}{}", coverage(bytes))))?;
+    let (_, meta) =
+        SafeTensors::read_metadata(bytes).map_err(|e| bad(format!("not a Kiln checkpoint (not a valid safetensors file: {e}{})", coverage(bytes))))?;
     let tensors = SafeTensors::deserialize(bytes).map_err(|e| bad(format!("not a valid safetensors file: {e}")))?;
     let metadata: HashMap<String, String> = meta.metadata().clone().unwrap_or_default().into_iter().collect();
     if metadata.get("format").map(String::as_str) != Some(FORMAT) {

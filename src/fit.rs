@@ -51,7 +51,7 @@ pub fn check_fits(gpu: &Gpu, cfg: &SessionConfig, data: &Batches) -> Result<()> 
         }
     }
     let limits = gpu.limits();
-    let binding = (limits.max_storage_buffer_binding_size as u64).min(limits.max_buffer_size);
+    let binding = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
     let budget = limits.max_buffer_size.saturating_mul(4);
     let fits = |batch: usize| {
         let f = footprint(&cfg.model, batch);

@@ -10,12 +10,22 @@ use crate::model::ModelConfig;
 use crate::rng::Rng;
 use crate::train::Session;
 
+/// How to continue a prompt; every field may be left out (JS names them in camelCase).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct GenerateOptions {
+    /// Characters to generate, 1..=4096 (default 200).
+    #[cfg_attr(test, ts(as = "Option<_>", optional))]
     pub max_tokens: usize,
+    /// Softmax temperature, 0..=10; 0 is greedy (default 0.8).
+    #[cfg_attr(test, ts(as = "Option<_>", optional))]
     pub temperature: f32,
+    /// Sample from the k most likely characters (default 20).
+    #[cfg_attr(test, ts(as = "Option<_>", optional))]
     pub top_k: usize,
+    /// Sampler seed (default 0): the same seed gives the same text.
+    #[cfg_attr(test, ts(as = "Option<usize>", optional))]
     pub seed: u64,
 }
 
@@ -29,9 +39,11 @@ pub const MAX_GENERATED: usize = 4096;
 
 impl GenerateOptions {
     pub fn validate(&self) -> Result<()> {
-        ensure((1..=MAX_GENERATED).contains(&self.max_tokens), "max_tokens", || format!("must be 1..={MAX_GENERATED}, got {}", self.max_tokens))?;
-        ensure(self.temperature.is_finite() && (0.0..=10.0).contains(&self.temperature), "temperature", || format!("must be in [0, 10], got {}", self.temperature))?;
-        ensure(self.top_k >= 1, "top_k", || format!("must be >= 1, got {}", self.top_k))
+        ensure((1..=MAX_GENERATED).contains(&self.max_tokens), "maxTokens", || format!("must be 1..={MAX_GENERATED}, got {}", self.max_tokens))?;
+        ensure(self.temperature.is_finite() && (0.0..=10.0).contains(&self.temperature), "temperature", || {
+            format!("must be in [0, 10], got {}", self.temperature)
+        })?;
+        ensure(self.top_k >= 1, "topK", || format!("must be >= 1, got {}", self.top_k))
     }
 }
 

@@ -15,11 +15,18 @@ use crate::tensor::Tensor;
 
 /// What the page and the CLI show about the GPU in use.
 #[derive(Debug, Clone, serde::Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
 pub struct AdapterSummary {
     pub name: String,
+    /// e.g. "Vulkan", "BrowserWebGpu".
     pub backend: String,
     pub driver: String,
+    /// A CPU implementation (llvmpipe, SwiftShader): fine for small models, slow for a Llama.
+    pub cpu: bool,
+    #[cfg_attr(test, ts(type = "number"))]
     pub max_storage_binding_bytes: u64,
+    #[cfg_attr(test, ts(type = "number"))]
     pub max_buffer_bytes: u64,
     pub max_workgroups_per_dim: u32,
     pub max_workgroup_storage_bytes: u32,
@@ -84,19 +91,12 @@ impl Gpu {
     pub async fn new() -> Result<Gpu> {
         let instance = wgpu::Instance::new(instance_descriptor());
         let adapter = instance
-            .request_adapter(&wgpu::RequestAdapterOptions {
-                power_preference: wgpu::PowerPreference::HighPerformance,
-                ..Default::default()
-            })
+            .request_adapter(&wgpu::RequestAdapterOptions { power_preference: wgpu::PowerPreference::HighPerformance, ..Default::default() })
             .await
             .map_err(|e| KilnError::NoAdapter(format!("{e}. {}", no_adapter_hint())))?;
         let limits = adapter.limits();
         let (device, queue) = adapter
-            .request_device(&wgpu::DeviceDescriptor {
-                label: Some("kiln"),
-                required_limits: limits.clone(),
-                ..Default::default()
-            })
+            .request_device(&wgpu::DeviceDescriptor { label: Some("kiln"), required_limits: limits.clone(), ..Default::default() })
             .await
             .map_err(|e| KilnError::RequestDevice(e.to_string()))?;
         let uncaptured = Arc::new(Mutex::new(Vec::new()));
@@ -136,16 +136,14 @@ impl Gpu {
 
     pub fn summary(&self) -> AdapterSummary {
         // Browsers may hide the adapter's name for privacy; say so rather than show nothing.
-        let name = if self.info.name.is_empty() {
-            format!("{} (name hidden by the browser)", self.info.backend)
-        } else {
-            self.info.name.clone()
-        };
+        let name = if self.info.name.is_empty() { format!("{} (name hidden by the browser)", self.info.backend) } else { self.info.name.clone() };
         AdapterSummary {
             name,
             backend: format!("{:?}", self.info.backend),
             driver: format!("{} {}", self.info.driver, self.info.driver_info).trim().to_string(),
-            max_storage_binding_bytes: self.limits.max_storage_buffer_binding_size as u64,
+            // Browsers do not report a device type; their CPU fallback names itself.
+            cpu: self.on_cpu() || ["swiftshader", "llvmpipe"].iter().any(|n| self.info.name.to_lowercase().contains(n)),
+            max_storage_binding_bytes: self.limits.max_storage_buffer_binding_size,
             max_buffer_bytes: self.limits.max_buffer_size,
             max_workgroups_per_dim: self.limits.max_compute_workgroups_per_dimension,
             max_workgroup_storage_bytes: self.limits.max_compute_workgroup_storage_size,
@@ -200,7 +198,7 @@ impl Gpu {
         if len == 0 {
             return Err(KilnError::invalid(name, format!("shape {shape:?} has no elements")));
         }
-        let limit = (self.limits.max_storage_buffer_binding_size as u64).min(self.limits.max_buffer_size);
+        let limit = self.limits.max_storage_buffer_binding_size.min(self.limits.max_buffer_size);
         if bytes > limit {
             return Err(KilnError::BufferTooLarge { name: name.into(), bytes, limit });
         }
@@ -223,10 +221,7 @@ impl Gpu {
     pub fn write<T: bytemuck::Pod>(&self, t: &Tensor, data: &[T]) -> Result<()> {
         let bytes: &[u8] = bytemuck::cast_slice(data);
         if bytes.len() as u64 != t.bytes() {
-            return Err(KilnError::invalid(
-                t.name(),
-                format!("expected {} elements, got {}", t.len(), bytes.len() / 4),
-            ));
+            return Err(KilnError::invalid(t.name(), format!("expected {} elements, got {}", t.len(), bytes.len() / 4)));
         }
         self.queue.write_buffer(t.buffer(), t.offset(), bytes);
         Ok(())
@@ -252,12 +247,7 @@ impl Gpu {
     /// Builds a dispatch of `kernel` over `args` (in binding order).
     pub fn op(&self, kernel: &'static Kernel, args: &[Arg<'_>], workgroups: [u32; 3]) -> Result<Op> {
         if args.len() != kernel.bindings.len() {
-            return Err(KilnError::Gpu(format!(
-                "{} takes {} bindings, got {}",
-                kernel.entry,
-                kernel.bindings.len(),
-                args.len()
-            )));
+            return Err(KilnError::Gpu(format!("{} takes {} bindings, got {}", kernel.entry, kernel.bindings.len(), args.len())));
         }
         let pipeline = self.pipeline(kernel);
         let entries: Vec<wgpu::BindGroupEntry<'_>> = args
@@ -271,21 +261,14 @@ impl Gpu {
                 },
             })
             .collect();
-        let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some(kernel.entry),
-            layout: &pipeline.layout,
-            entries: &entries,
-        });
+        let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(kernel.entry), layout: &pipeline.layout, entries: &entries });
         let tensors = args.iter().filter_map(|a| if let Arg::T(t) = a { Some((*t).clone()) } else { None }).collect();
         Ok(Op { entry: kernel.entry, pipeline: pipeline.pipeline.clone(), bind_group, workgroups, _tensors: tensors })
     }
 
     fn pipeline(&self, kernel: &'static Kernel) -> Arc<Pipeline> {
         let mut cache = self.pipelines.lock().unwrap_or_else(|p| p.into_inner());
-        cache
-            .entry(kernel.entry)
-            .or_insert_with(|| Arc::new(self.compile(kernel)))
-            .clone()
+        cache.entry(kernel.entry).or_insert_with(|| Arc::new(self.compile(kernel))).clone()
     }
 
     fn compile(&self, kernel: &'static Kernel) -> Pipeline {
@@ -299,19 +282,12 @@ impl Gpu {
                 ty: match access {
                     Access::Read => storage(true),
                     Access::ReadWrite => storage(false),
-                    Access::Uniform => wgpu::BindingType::Buffer {
-                        ty: wgpu::BufferBindingType::Uniform,
-                        has_dynamic_offset: false,
-                        min_binding_size: None,
-                    },
+                    Access::Uniform => wgpu::BindingType::Buffer { ty: wgpu::BufferBindingType::Uniform, has_dynamic_offset: false, min_binding_size: None },
                 },
                 count: None,
             })
             .collect();
-        let layout = self.device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some(kernel.entry),
-            entries: &entries,
-        });
+        let layout = self.device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some(kernel.entry), entries: &entries });
         let pipeline_layout = self.device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
             label: Some(kernel.entry),
             bind_group_layouts: &[Some(&layout)],
@@ -369,11 +345,7 @@ impl Gpu {
 }
 
 fn storage(read_only: bool) -> wgpu::BindingType {
-    wgpu::BindingType::Buffer {
-        ty: wgpu::BufferBindingType::Storage { read_only },
-        has_dynamic_offset: false,
-        min_binding_size: None,
-    }
+    wgpu::BindingType::Buffer { ty: wgpu::BufferBindingType::Storage { read_only }, has_dynamic_offset: false, min_binding_size: None }
 }
 
 #[cfg(not(target_arch = "wasm32"))]

@@ -1,6 +1,7 @@
 //! Kiln: train tiny neural networks live on the GPU, natively and in the browser.
 //! See ARCHITECTURE.md for the data flow and how to add a kernel.
 
+pub mod api;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod bench;
 pub mod checkpoint;
@@ -14,18 +15,19 @@ pub mod kernels;
 pub mod live;
 pub mod model;
 pub mod optim;
+pub mod parse;
 pub mod presets;
 pub mod readback;
 pub mod recovery;
 pub mod rng;
 mod shader_modules;
-mod shared_buffers;
 pub mod share;
+mod shared_buffers;
 pub mod snapshot;
 pub mod tensor;
 pub mod train;
 
-pub use error::{KilnError, Result};
+pub use error::{ErrorCode, KilnError, Result};
 pub use gpu::{Arg, Gpu, Op};
 pub use tensor::Tensor;
 

@@ -33,6 +33,9 @@ pub struct Tracked {
 }
 
 impl Tracked {
+    // wgpu's buffers are Send + Sync natively; on wasm32 (one thread) they are not, and one Arc
+    // serves both.
+    #[allow(clippy::arc_with_non_send_sync)]
     pub fn new(buffer: wgpu::Buffer, counters: &Arc<LiveCounters>) -> Arc<Tracked> {
         let bytes = buffer.size() as i64;
         counters.buffers.fetch_add(1, Ordering::Relaxed);

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{ensure, Result};
+use crate::error::{ensure, shown, Result};
 use crate::gpu::{Gpu, Op};
 use crate::kernels::optimizer::{adamw_update, grad_norm_squared, gradient_scale, norm_partials_len, sgd_update, AdamWParams, SgdParams, UniformOp};
 use crate::kernels::reduce::{sum_final, Final};
@@ -13,6 +13,7 @@ use crate::model::params::ParamStore;
 use crate::tensor::Tensor;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum OptimizerKind {
     Adamw,
@@ -20,27 +21,44 @@ pub enum OptimizerKind {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum Schedule {
     Constant,
     /// Linear warmup for `warmup_steps`, then cosine decay to `min_lr_fraction`·lr at `total_steps`.
-    WarmupCosine { warmup_steps: u32, total_steps: u32, min_lr_fraction: f32 },
+    WarmupCosine {
+        warmup_steps: u32,
+        total_steps: u32,
+        min_lr_fraction: f32,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(default, deny_unknown_fields)]
+/// Every field may be left out: it then takes its default.
 pub struct OptimConfig {
+    #[cfg_attr(test, ts(as = "Option<_>", optional))]
     pub kind: OptimizerKind,
+    #[cfg_attr(test, ts(as = "Option<_>", optional))]
     pub lr: f32,
+    #[cfg_attr(test, ts(as = "Option<_>", optional))]
     pub beta1: f32,
+    #[cfg_attr(test, ts(as = "Option<_>", optional))]
     pub beta2: f32,
+    #[cfg_attr(test, ts(as = "Option<_>", optional))]
     pub eps: f32,
+    #[cfg_attr(test, ts(as = "Option<_>", optional))]
     pub weight_decay: f32,
+    #[cfg_attr(test, ts(as = "Option<_>", optional))]
     pub momentum: f32,
     /// Global gradient-norm clip; 0 disables it.
+    #[cfg_attr(test, ts(as = "Option<_>", optional))]
     pub clip: f32,
     /// Micro-batches whose gradients are averaged into one update.
+    #[cfg_attr(test, ts(as = "Option<_>", optional))]
     pub accumulation: u32,
+    #[cfg_attr(test, ts(as = "Option<_>", optional))]
     pub schedule: Schedule,
 }
 
@@ -63,16 +81,16 @@ impl Default for OptimConfig {
 
 impl OptimConfig {
     pub fn validate(&self) -> Result<()> {
-        ensure(self.lr.is_finite() && self.lr > 0.0 && self.lr <= 10.0, "optimizer.lr", || format!("must be in (0, 10], got {}", self.lr))?;
+        ensure(self.lr.is_finite() && self.lr > 0.0 && self.lr <= 10.0, "optimizer.lr", || format!("must be in (0, 10], got {}", shown(self.lr)))?;
         ensure((1..=64).contains(&self.accumulation), "optimizer.accumulation", || format!("must be 1..=64, got {}", self.accumulation))?;
-        ensure(self.clip.is_finite() && self.clip >= 0.0, "optimizer.clip", || format!("must be >= 0 (0 = off), got {}", self.clip))?;
+        ensure(self.clip.is_finite() && self.clip >= 0.0, "optimizer.clip", || format!("must be >= 0 (0 = off), got {}", shown(self.clip)))?;
         if let Schedule::WarmupCosine { warmup_steps, total_steps, min_lr_fraction } = self.schedule {
             ensure(total_steps > warmup_steps, "optimizer.schedule.total_steps", || format!("must exceed warmup_steps ({warmup_steps}), got {total_steps}"))?;
             ensure((0.0..=1.0).contains(&min_lr_fraction), "optimizer.schedule.min_lr_fraction", || format!("must be in [0, 1], got {min_lr_fraction}"))?;
         }
         // The kernels' own parameter checks name beta1/beta2/eps/momentum/weight_decay.
-        self.adamw(1, u32::MAX).map(|_| ())?;
-        self.sgd(1, true).map(|_| ())
+        self.adamw(1, u32::MAX).map(|_| ()).map_err(|e| e.under("optimizer"))?;
+        self.sgd(1, true).map(|_| ()).map_err(|e| e.under("optimizer"))
     }
 
     /// Learning rate at 1-based step `t`.

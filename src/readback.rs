@@ -36,10 +36,7 @@ impl Gpu {
         let mapped = rx.await.map_err(|_| failed("the device dropped the request".into()))?;
         mapped.map_err(|e| failed(e.to_string()))?;
         self.check_errors()?;
-        let bytes = staging
-            .get_mapped_range(..)
-            .map_err(|e| KilnError::Readback(e.to_string()))?
-            .to_vec();
+        let bytes = staging.get_mapped_range(..).map_err(|e| KilnError::Readback(e.to_string()))?.to_vec();
         staging.unmap();
         Ok(bytes)
     }

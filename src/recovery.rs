@@ -74,10 +74,19 @@ pub struct Snapshots {
 
 /// What `recover` did: why the device went, the step training had reached, and the step it
 /// resumes from (the latest snapshot's).
+///
+/// Steps after `resumedAt` are trained again, identically.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
 pub struct Recovered {
+    /// Why the device was lost.
     pub reason: String,
+    /// The step training had reached.
+    #[cfg_attr(test, ts(type = "number"))]
     pub lost_at: u64,
+    /// The snapshot's step, where training continues.
+    #[cfg_attr(test, ts(type = "number"))]
     pub resumed_at: u64,
 }
 
@@ -124,7 +133,7 @@ impl Snapshots {
         if cfg!(target_arch = "wasm32") || self.every == 0 {
             return;
         }
-        if step % self.every == 0 {
+        if step.is_multiple_of(self.every) {
             self.capture(gpu, params, step, rng);
         } else if self.lock().in_flight.is_some() {
             gpu.device.poll(wgpu::PollType::Poll).ok();

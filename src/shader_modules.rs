@@ -45,4 +45,3 @@ fn create_module(device: &wgpu::Device, desc: wgpu::ShaderModuleDescriptor<'_>) 
 fn create_module(device: &wgpu::Device, desc: wgpu::ShaderModuleDescriptor<'_>) -> wgpu::ShaderModule {
     device.create_shader_module(desc)
 }
-

@@ -9,7 +9,9 @@ use crate::model::ModelConfig;
 
 /// Where one parameter tensor lives in the flat weights buffer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct TensorSlot {
+    /// e.g. "layer0.weight", "blocks.0.attn.wq".
     pub name: String,
     pub shape: Vec<usize>,
     /// Element offset in the flat buffer.
@@ -31,7 +33,9 @@ pub fn layout(model: &ModelConfig, params: &ParamStore) -> Vec<TensorSlot> {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct UpdateRatio {
     pub name: String,
+    /// ‖Δw‖ / ‖w‖ at the last step trained (GPU-computed each step); 0 before any step.
     pub ratio: f64,
 }

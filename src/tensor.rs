@@ -55,10 +55,6 @@ impl Tensor {
     }
 
     pub(crate) fn binding(&self) -> wgpu::BindingResource<'_> {
-        wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-            buffer: &self.buffer.buffer,
-            offset: self.offset,
-            size: std::num::NonZeroU64::new(self.bytes()),
-        })
+        wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer: &self.buffer.buffer, offset: self.offset, size: std::num::NonZeroU64::new(self.bytes()) })
     }
 }

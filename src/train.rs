@@ -36,12 +36,25 @@ pub struct StepMetrics {
 /// Non-finite steps in a row after which `read_metrics` stops the run with `Diverged`.
 pub const MAX_SKIPS_IN_A_ROW: u64 = 8;
 
+/// Scores of a whole split (up to `MAX_EVAL_TOKENS` tokens of text).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Evaluation {
+    /// Mean cross-entropy (nats) or mean squared error.
     pub loss: f64,
-    /// Fraction of correct classes or next tokens; None for regression.
+    /// Fraction of correct classes or next tokens; null for regression.
     pub accuracy: Option<f64>,
+    /// Points, or next-token predictions, scored.
+    pub scored: usize,
+    /// Points, or next tokens, in the split: `scored` is all of them unless a text split holds
+    /// more than 4 batches of windows or 16,384 tokens (then its first windows are scored).
+    pub available: usize,
 }
+
+/// Most next-token predictions one evaluation scores: the first windows of a longer split.
+pub const MAX_EVAL_TOKENS: usize = 16_384;
+/// Most training batches of windows one evaluation scores (so it costs about one step).
+pub const EVAL_BATCHES: usize = 4;
 
 pub struct Session {
     pub gpu: Gpu,
@@ -125,7 +138,26 @@ impl Session {
         let snapshots = Snapshots::new(&gpu, &params);
         // A device out of memory reports it here, as a typed error, rather than at the first step.
         gpu.check_errors()?;
-        Ok(Session { gpu, cfg, params, data, net, loss_ops, optimizer, targets, metrics, prev_weights, record, last_ratios, rng, step: 0, read_up_to: 0, skipped_steps: 0, skipped_in_a_row: 0, snapshots })
+        Ok(Session {
+            gpu,
+            cfg,
+            params,
+            data,
+            net,
+            loss_ops,
+            optimizer,
+            targets,
+            metrics,
+            prev_weights,
+            record,
+            last_ratios,
+            rng,
+            step: 0,
+            read_up_to: 0,
+            skipped_steps: 0,
+            skipped_in_a_row: 0,
+            snapshots,
+        })
     }
 
     pub fn step_count(&self) -> u64 {
@@ -166,9 +198,7 @@ impl Session {
     /// One optimizer step on the given micro-batches (as many as `optimizer.accumulation`).
     pub fn train_on(&mut self, batches: &[Batch]) -> Result<()> {
         let micro_batches = self.cfg.optimizer.accumulation;
-        ensure(batches.len() == micro_batches as usize, "batches", || {
-            format!("one step takes {micro_batches} micro-batches, got {}", batches.len())
-        })?;
+        ensure(batches.len() == micro_batches as usize, "batches", || format!("one step takes {micro_batches} micro-batches, got {}", batches.len()))?;
         let t = self.step + 1;
         self.optimizer.prepare(&self.gpu, t)?;
         let tensors = self.params.entries.len() as u32;
@@ -273,24 +303,43 @@ impl Session {
     }
 
     /// Loss and accuracy (none for regression) on the validation or training split: every point
-    /// of a point set, or `batches` seeded batches of text windows.
+    /// of a point set; for text, consecutive windows from the split's start, every token of
+    /// the split up to `EVAL_BATCHES` batches and `MAX_EVAL_TOKENS` (the result says how many).
     pub async fn evaluate(&self, validation: bool) -> Result<Evaluation> {
         let outputs = self.cfg.model.outputs();
-        match self.data.points(validation) {
-            Some(set) => {
-                ensure(!set.is_empty(), "data", || "the split is empty".into())?;
-                let out = self.predict(set.len(), &set.inputs).await?;
-                Ok(if set.labels.is_empty() { mse(&out, &set.targets) } else { classify(&out, &set.labels, outputs) })
-            }
-            None => {
-                let mut rng = Rng::new(0xE7A1 ^ u64::from(validation));
-                let Batch::Tokens(x, y) = self.data.sample(&mut rng, self.cfg.batch, validation) else {
-                    return Err(KilnError::invalid("data", "text data expected"));
-                };
-                let out = self.predict(self.cfg.batch, &x).await?;
-                Ok(classify(&out, &y, outputs))
-            }
+        if let Some(set) = self.data.points(validation) {
+            ensure(!set.is_empty(), "data", || "the split is empty".into())?;
+            let out = self.predict(set.len(), &set.inputs).await?;
+            let e = if set.labels.is_empty() { mse(&out, &set.targets) } else { classify(&out, &set.labels, outputs) };
+            return Ok(Evaluation { scored: set.len(), available: set.len(), ..e });
         }
+        let (corpus, context) = (self.data.corpus().ok_or_else(|| KilnError::invalid("data", "text data expected"))?, self.cfg.model.rows_per_example());
+        // At most four training batches of windows: an evaluation costs about one training step.
+        let most = (MAX_EVAL_TOKENS / context).min(EVAL_BATCHES * self.cfg.batch);
+        let (x, y, windows) = corpus.windows(context, validation, most);
+        let out = self.predict_in_runs(windows, &x, self.cfg.batch).await?;
+        let e = classify(&out, &y, outputs);
+        Ok(Evaluation { scored: y.len(), available: corpus.range(validation).len() - 1, ..e })
+    }
+
+    /// `predict` for many examples through one net of `per_run` examples, run as often as needed
+    /// (the last run padded with copies of the first example, whose outputs are dropped).
+    async fn predict_in_runs<T: bytemuck::Pod>(&self, examples: usize, inputs: &[T], per_run: usize) -> Result<Vec<f32>> {
+        let per_run = per_run.clamp(1, examples.max(1));
+        let stride = inputs.len() / examples.max(1);
+        let row = self.cfg.model.rows_per_example() * self.cfg.model.outputs();
+        let net = self.cfg.model.build(&self.gpu, &self.params, per_run, false)?;
+        let ops: Vec<&Op> = net.forward.iter().collect();
+        let mut out = Vec::with_capacity(examples * row);
+        for first in (0..examples).step_by(per_run) {
+            let n = per_run.min(examples - first);
+            let mut chunk = inputs[first * stride..(first + n) * stride].to_vec();
+            chunk.extend((n * stride..per_run * stride).map(|i| inputs[i % stride]));
+            self.gpu.write(&net.input, &chunk)?;
+            self.gpu.run(&ops)?;
+            out.extend_from_slice(&self.gpu.read_f32(&net.output).await?[..n * row]);
+        }
+        Ok(out)
     }
 
     /// After a checkpoint load: metrics start again from the loaded step.
@@ -307,7 +356,7 @@ impl Session {
 fn mse(out: &[f32], targets: &[f32]) -> Evaluation {
     let n = targets.len().max(1);
     let loss = out.iter().zip(targets).map(|(&o, &t)| (o as f64 - t as f64).powi(2)).sum::<f64>() / n as f64;
-    Evaluation { loss, accuracy: None }
+    Evaluation { loss, accuracy: None, scored: 0, available: 0 }
 }
 
 /// Mean cross-entropy and accuracy of rows of logits, in f64.
@@ -322,5 +371,5 @@ fn classify(out: &[f32], labels: &[u32], classes: usize) -> Evaluation {
         correct += usize::from(argmax == label as usize);
     }
     let n = labels.len().max(1) as f64;
-    Evaluation { loss: loss / n, accuracy: Some(correct as f64 / n) }
+    Evaluation { loss: loss / n, accuracy: Some(correct as f64 / n), scored: 0, available: 0 }
 }

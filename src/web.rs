@@ -1,19 +1,21 @@
-//! The wasm-bindgen API under the npm package's `js/kiln.js` (and the page). Every failure is a
-//! rejected promise (or thrown `Error`) carrying a readable message; nothing here unwraps user
-//! input. Structured results cross as JSON strings or typed arrays; `js/kiln.js` shapes them
-//! into the documented objects and serializes calls (async methods borrow the session while
-//! they await, so overlapping calls would otherwise hit wasm-bindgen's "recursive use" error).
+//! The wasm-bindgen API under the npm package's `js/kiln.js` (and the page). Values cross as
+//! typed JS objects (serde-wasm-bindgen; their TypeScript is generated from the same structs,
+//! see src/api.rs) or typed arrays. Every failure is an `Error` with a stable `code` and, for
+//! bad input, the `field`; nothing here unwraps user input. `js/kiln.js` serializes the calls
+//! of a run (async methods borrow the session while they await, so overlapping calls would
+//! otherwise hit wasm-bindgen's "recursive use" error).
 
 use js_sys::{Array, Float32Array, Float64Array, Object, Reflect, Uint32Array, Uint8Array};
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
-use crate::config::{DataConfig, SessionConfig};
+use crate::api::{PresetInfo, RunInfo};
+use crate::config::SessionConfig;
+use crate::data::points::{from_csv_any, Points};
 use crate::error::{KilnError, Result};
 use crate::generate::GenerateOptions;
 use crate::gpu::Gpu;
-use crate::model::ModelConfig;
-use crate::presets::{preset, PRESETS};
+use crate::presets::{preset as preset_config, PRESETS};
 use crate::snapshot::{layout, TensorSlot, UpdateRatio};
 use crate::train::{Session, METRIC_SLOTS};
 
@@ -22,12 +24,49 @@ pub fn start() {
     console_error_panic_hook::set_once();
 }
 
-fn js_error(e: impl std::fmt::Display) -> JsValue {
-    js_sys::Error::new(&e.to_string()).into()
+/// An `Error` with `code` (and `field`) set: what kiln.js and the page branch on.
+fn js_error(e: KilnError) -> JsValue {
+    let error = js_sys::Error::new(&e.to_string());
+    error.set_name("KilnError");
+    let _ = Reflect::set(&error, &"code".into(), &e.code().as_str().into());
+    if let Some(field) = e.field() {
+        let _ = Reflect::set(&error, &"field".into(), &field.into());
+    }
+    error.into()
 }
 
-fn json<T: Serialize>(value: &T) -> Result<String, JsValue> {
-    serde_json::to_string(value).map_err(js_error)
+/// A plain JS object (numbers, not BigInts; null for None) of a Rust value.
+fn to_js<T: Serialize>(value: &T) -> Result<JsValue, JsValue> {
+    value
+        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
+        .map_err(|e| js_error(KilnError::Gpu(format!("a result could not be converted for JavaScript: {e}"))))
+}
+
+/// A config given as an object or as its JSON text, parsed and validated.
+fn config_from_js(value: JsValue) -> Result<SessionConfig> {
+    if let Some(json) = value.as_string() {
+        return SessionConfig::from_json(&json);
+    }
+    if !value.is_object() || Array::is_array(&value) {
+        return Err(KilnError::invalid("config", "expected a SessionConfig object (or its JSON text)"));
+    }
+    SessionConfig::from_json(&object_json(&value, "config")?)
+}
+
+/// An options or config object as JSON, through one parser with the CLI's and the files'.
+/// (serde-wasm-bindgen reads only the fields a struct names, so an unknown key — a typo —
+/// would pass unnoticed.) NaN and ±Infinity, which JSON would turn into null, are written as
+/// the strings "NaN" and "Infinity", so the error names what the user passed.
+fn object_json(value: &JsValue, what: &str) -> Result<String> {
+    let replacer = Closure::<dyn Fn(JsValue, JsValue) -> JsValue>::new(|_key: JsValue, v: JsValue| match v.as_f64() {
+        Some(x) if x.is_nan() => JsValue::from_str("NaN"),
+        Some(x) if x.is_infinite() => JsValue::from_str(if x > 0.0 { "Infinity" } else { "-Infinity" }),
+        _ => v,
+    });
+    let json = js_sys::JSON::stringify_with_replacer(value, replacer.as_ref().unchecked_ref()).map_err(|e| {
+        KilnError::invalid(what, format!("cannot be read: {}", e.as_string().unwrap_or_else(|| "it is not plain data (a cycle, or a BigInt)".into())))
+    })?;
+    json.as_string().ok_or_else(|| KilnError::invalid(what, "cannot be read as plain data"))
 }
 
 /// wgpu panics when the global scope is neither a Window nor a worker (Node without a shim);
@@ -51,39 +90,68 @@ fn check_webgpu_reachable() -> Result<()> {
     Ok(())
 }
 
-async fn acquire_gpu() -> Result<Gpu, JsValue> {
-    check_webgpu_reachable().map_err(js_error)?;
-    Gpu::new().await.map_err(js_error)
+async fn acquire_gpu() -> Result<Gpu> {
+    check_webgpu_reachable()?;
+    Gpu::new().await
 }
 
 /// Acquires the browser's WebGPU device and describes the adapter and its limits.
 #[wasm_bindgen(js_name = adapterInfo)]
 pub async fn adapter_info() -> Result<JsValue, JsValue> {
-    let gpu = acquire_gpu().await?;
-    serde_wasm_bindgen::to_value(&gpu.summary()).map_err(js_error)
+    let gpu = acquire_gpu().await.map_err(js_error)?;
+    to_js(&gpu.summary())
 }
 
-/// `[{name, description}]` of every preset, as JSON.
-#[wasm_bindgen(js_name = presetsJson)]
-pub fn presets_json() -> String {
-    let list: Vec<serde_json::Value> = PRESETS.iter().map(|(name, description)| serde_json::json!({ "name": name, "description": description })).collect();
-    serde_json::Value::Array(list).to_string()
+/// `[{name, description}]` of every preset.
+#[wasm_bindgen]
+pub fn presets() -> Result<JsValue, JsValue> {
+    let list: Vec<PresetInfo> = PRESETS.iter().map(|(name, description)| PresetInfo { name: name.to_string(), description: description.to_string() }).collect();
+    to_js(&list)
 }
 
-/// The named preset's `SessionConfig` as JSON.
-#[wasm_bindgen(js_name = presetJson)]
-pub fn preset_json(name: &str) -> Result<String, JsValue> {
-    let cfg = preset(name).ok_or_else(|| {
+/// The named preset's `SessionConfig`.
+#[wasm_bindgen]
+pub fn preset(name: &str) -> Result<JsValue, JsValue> {
+    let cfg = preset_config(name).ok_or_else(|| {
         let names: Vec<&str> = PRESETS.iter().map(|(n, _)| *n).collect();
         js_error(KilnError::invalid("preset", format!("no preset named {name:?}; choose one of {}", names.join(", "))))
     })?;
-    json(&cfg)
+    to_js(&cfg)
 }
 
-/// Checks a config without touching the GPU; the error names the field.
+/// Checks a config without touching the GPU and returns it with every default filled in.
 #[wasm_bindgen(js_name = validateConfig)]
-pub fn validate_config(config_json: &str) -> Result<(), JsValue> {
-    SessionConfig::from_json(config_json).map(|_| ()).map_err(js_error)
+pub fn validate_config(config: JsValue) -> Result<JsValue, JsValue> {
+    to_js(&config_from_js(config).map_err(js_error)?)
+}
+
+/// The config as URL state (`{state, dropped}`), the user's data included while it fits.
+#[wasm_bindgen(js_name = shareConfig)]
+pub fn share_config(config: JsValue) -> Result<JsValue, JsValue> {
+    let cfg = config_from_js(config).map_err(js_error)?;
+    to_js(&crate::share::encode(&cfg).map_err(js_error)?)
+}
+
+/// The validated config in URL state from `shareConfig`.
+#[wasm_bindgen(js_name = openShared)]
+pub fn open_shared(state: &str) -> Result<JsValue, JsValue> {
+    to_js(&crate::share::decode(state).map_err(js_error)?)
+}
+
+/// `{config, step}` from a checkpoint's header (its tensors are checked when it is loaded).
+#[wasm_bindgen(js_name = readCheckpoint)]
+pub fn read_checkpoint(bytes: &[u8]) -> Result<JsValue, JsValue> {
+    to_js(&crate::checkpoint::header(bytes).map_err(js_error)?)
+}
+
+/// Your own points from CSV text (`x,y,label` or `x,target` rows; blank lines, `#` comments and
+/// a header line are skipped): `{inputs, labels | targets, inputDim, classes}`.
+#[wasm_bindgen(js_name = parsePoints)]
+pub fn parse_points(csv: &str) -> Result<JsValue, JsValue> {
+    let points = from_csv_any(csv).map_err(js_error)?;
+    let out = Object::new();
+    write_points(&out, &points)?;
+    Ok(out.into())
 }
 
 /// One training run on this page's WebGPU device.
@@ -95,66 +163,23 @@ pub struct WebSession {
 
 #[wasm_bindgen(js_class = Session)]
 impl WebSession {
-    /// Validates the config (JSON of `SessionConfig`), acquires a device and builds the run.
-    pub async fn create(config_json: String) -> Result<WebSession, JsValue> {
-        let cfg = SessionConfig::from_json(&config_json).map_err(js_error)?;
-        let gpu = acquire_gpu().await?;
-        let session = Session::with_gpu(gpu, cfg).map_err(js_error)?;
-        let slots = layout(&session.cfg.model, &session.params);
-        Ok(WebSession { session, slots })
+    /// Validates the config (an object or its JSON), acquires a device and builds the run.
+    pub async fn create(config: JsValue) -> Result<WebSession, JsValue> {
+        let cfg = config_from_js(config).map_err(js_error)?;
+        let gpu = acquire_gpu().await.map_err(js_error)?;
+        Self::wrap(Session::with_gpu(gpu, cfg))
     }
 
     /// A run rebuilt from a checkpoint's own config, then loaded from it (continues exactly).
     #[wasm_bindgen(js_name = fromCheckpoint)]
     pub async fn from_checkpoint(bytes: Vec<u8>) -> Result<WebSession, JsValue> {
-        let gpu = acquire_gpu().await?;
-        let session = Session::from_checkpoint(gpu, &bytes).map_err(js_error)?;
-        let slots = layout(&session.cfg.model, &session.params);
-        Ok(WebSession { session, slots })
+        let gpu = acquire_gpu().await.map_err(js_error)?;
+        Self::wrap(Session::from_checkpoint(gpu, &bytes))
     }
 
-    /// `{parameters, dispatchesPerStep, adapter, model, task, ...}` as JSON.
-    #[wasm_bindgen(js_name = infoJson)]
-    pub fn info_json(&self) -> Result<String, JsValue> {
-        let s = &self.session;
-        let a = s.gpu.summary();
-        let (model, context) = match &s.cfg.model {
-            ModelConfig::Mlp(_) => ("mlp", 1),
-            ModelConfig::Llama(l) => ("llama", l.context),
-        };
-        let (task, regression) = match &s.cfg.data {
-            DataConfig::Points(p) => (serde_json::to_value(p.task).map_err(js_error)?, p.task.is_regression()),
-            DataConfig::Text(_) => (serde_json::Value::from("text"), false),
-            DataConfig::Sequence(q) => (serde_json::to_value(q.task).map_err(js_error)?, false),
-        };
-        let classes = match &s.cfg.model {
-            ModelConfig::Mlp(m) if !regression => m.output_dim,
-            ModelConfig::Llama(l) => l.vocab,
-            _ => 0,
-        };
-        let examples_per_step = s.cfg.batch * s.cfg.optimizer.accumulation as usize;
-        Ok(serde_json::json!({
-            "parameters": s.params.count(),
-            "dispatchesPerStep": s.dispatches_per_step(),
-            "adapter": {
-                "name": a.name,
-                "backend": a.backend,
-                "driver": a.driver,
-                "maxStorageBindingBytes": a.max_storage_binding_bytes,
-                "maxBufferBytes": a.max_buffer_bytes,
-                "maxWorkgroupsPerDim": a.max_workgroups_per_dim,
-                "maxWorkgroupStorageBytes": a.max_workgroup_storage_bytes,
-            },
-            "model": model,
-            "task": task,
-            "regression": regression,
-            "classes": classes,
-            "batch": s.cfg.batch,
-            "examplesPerStep": examples_per_step,
-            "tokensPerStep": examples_per_step * context,
-            "config": &s.cfg,
-        })
-        .to_string())
+    /// `RunInfo`: size, adapter, task and the validated config.
+    pub fn info(&self) -> Result<JsValue, JsValue> {
+        to_js(&RunInfo::of(&self.session))
     }
 
     /// The data the run trains on: points (train and validation splits) or a text excerpt and
@@ -173,28 +198,18 @@ impl WebSession {
             return Ok(out.into());
         }
         set(&out, "kind", &"points".into())?;
-        for (key, validation) in [("train", false), ("validation", true)] {
-            let Some(p) = self.session.data.points(validation) else { continue };
-            let split = if validation { Object::new() } else { out.clone() };
-            set(&split, "inputs", &Float32Array::from(p.inputs.as_slice()))?;
-            if p.labels.is_empty() {
-                set(&split, "targets", &Float32Array::from(p.targets.as_slice()))?;
-            } else {
-                set(&split, "labels", &Uint32Array::from(p.labels.as_slice()))?;
-            }
-            set(&split, "inputDim", &(p.input_dim as f64).into())?;
-            set(&split, "classes", &(p.classes as f64).into())?;
-            if validation {
-                set(&out, key, &split)?;
-            }
+        if let (Some(train), Some(validation)) = (self.session.data.points(false), self.session.data.points(true)) {
+            write_points(&out, train)?;
+            let split = Object::new();
+            write_points(&split, validation)?;
+            set(&out, "validation", &split)?;
         }
         Ok(out.into())
     }
 
-    /// Parameter tensors in model order: `[{name, shape, offset, len}]` as JSON.
-    #[wasm_bindgen(js_name = layoutJson)]
-    pub fn layout_json(&self) -> Result<String, JsValue> {
-        json(&self.slots)
+    /// Parameter tensors in model order: `[{name, shape, offset, len}]`.
+    pub fn layout(&self) -> Result<JsValue, JsValue> {
+        to_js(&self.slots)
     }
 
     /// Encodes and submits `steps` training steps; does not wait for the GPU.
@@ -221,44 +236,42 @@ impl WebSession {
         self.session.step_count() as f64
     }
 
-    /// `{loss, accuracy}` (accuracy null for regression) as JSON.
-    pub async fn evaluate(&self, validation: bool) -> Result<String, JsValue> {
-        let e = self.session.evaluate(validation).await.map_err(js_error)?;
-        json(&e)
+    /// `Evaluation` of the validation or training split.
+    pub async fn evaluate(&self, validation: bool) -> Result<JsValue, JsValue> {
+        to_js(&self.session.evaluate(validation).await.map_err(js_error)?)
     }
 
-    /// The whole flat weights buffer; `layoutJson` says where each tensor lies.
+    /// The whole flat weights buffer; `layout` says where each tensor lies.
     pub async fn weights(&self) -> Result<Float32Array, JsValue> {
         let flat = self.session.gpu.read_f32(&self.session.params.weights).await.map_err(js_error)?;
         Ok(Float32Array::from(flat.as_slice()))
     }
 
-    /// `[{name, ratio}]` as JSON, in model order: each tensor's ‖Δw‖ / ‖w‖ at the last step
-    /// read back (computed on the GPU every step by `record_metrics`; no readback here).
+    /// `[{name, ratio}]` in model order: each tensor's ‖Δw‖ / ‖w‖ at the last step read back
+    /// (computed on the GPU every step by `record_metrics`; no readback here).
     #[wasm_bindgen(js_name = updateRatios)]
-    pub async fn update_ratios(&mut self) -> Result<String, JsValue> {
+    pub fn update_ratios(&self) -> Result<JsValue, JsValue> {
         let ratios = self.session.update_ratios();
         let by_name = |name: &str| ratios.iter().find(|(n, _)| n == name).map_or(0.0, |(_, r)| *r as f64);
         let out: Vec<UpdateRatio> = self.slots.iter().map(|s| UpdateRatio { name: s.name.clone(), ratio: by_name(&s.name) }).collect();
-        json(&out)
+        to_js(&out)
     }
 
-    /// A 2-D classifier's class-1 probability on a `size`×`size` grid of cell centres over
-    /// [-extent, extent]² (row-major, first row at y = +extent), or a regression MLP's
-    /// predictions at `size` evenly spaced x in [-extent, extent] (both ends included).
+    /// Class probabilities on a grid, or a fitted curve: see `Session::predict_grid`.
     #[wasm_bindgen(js_name = predictGrid)]
     pub async fn predict_grid(&self, size: u32, extent: f64) -> Result<Float32Array, JsValue> {
-        let values = self.grid(size as usize, extent).await.map_err(js_error)?;
+        let values = self.session.predict_grid(size as usize, extent).await.map_err(js_error)?;
         Ok(Float32Array::from(values.as_slice()))
     }
 
-    /// Continues `prompt`; options as JSON `{max_tokens, temperature, top_k, seed}`.
-    pub async fn generate(&self, prompt: String, options_json: String) -> Result<String, JsValue> {
-        let opts: GenerateOptions = serde_json::from_str(&options_json).map_err(|e| js_error(KilnError::invalid("options", e.to_string())))?;
-        self.session.generate(&prompt, &opts).await.map_err(|e| {
-            let message = e.to_string().replace("`max_tokens`", "`maxTokens`").replace("`top_k`", "`topK`");
-            js_error(message)
-        })
+    /// Continues `prompt`; `options` is a `GenerateOptions` object (or undefined).
+    pub async fn generate(&self, prompt: String, options: JsValue) -> Result<String, JsValue> {
+        let opts: GenerateOptions = if options.is_undefined() || options.is_null() {
+            GenerateOptions::default()
+        } else {
+            crate::parse::from_json(&object_json(&options, "options").map_err(js_error)?, "options").map_err(js_error)?
+        };
+        self.session.generate(&prompt, &opts).await.map_err(js_error)
     }
 
     /// A safetensors checkpoint: weights, optimizer state, config, step, sampler state.
@@ -269,8 +282,7 @@ impl WebSession {
 
     /// Loads a checkpoint of the same model; on error the run is unchanged.
     pub fn load(&mut self, bytes: &[u8]) -> Result<(), JsValue> {
-        self.session.load_checkpoint(bytes).map_err(js_error)?;
-        Ok(())
+        self.session.load_checkpoint(bytes).map_err(js_error)
     }
 
     /// Why the device was lost, or undefined while it is fine.
@@ -279,11 +291,10 @@ impl WebSession {
         self.session.gpu.lost()
     }
 
-    /// Rebuilds the run on a new device from the latest in-memory snapshot:
-    /// `{reason, lost_at, resumed_at}` as JSON.
-    pub async fn recover(&mut self) -> Result<String, JsValue> {
+    /// Rebuilds the run on a new device from the latest in-memory snapshot: `Recovered`.
+    pub async fn recover(&mut self) -> Result<JsValue, JsValue> {
         let report = self.session.recover().await.map_err(js_error)?;
-        json(&report)
+        to_js(&report)
     }
 
     /// Snapshot the state for recovery at most every `steps` steps (0: never).
@@ -300,51 +311,23 @@ impl WebSession {
 }
 
 impl WebSession {
-    async fn grid(&self, size: usize, extent: f64) -> Result<Vec<f32>> {
-        let ModelConfig::Mlp(mlp) = &self.session.cfg.model else {
-            return Err(KilnError::invalid("model", "predictGrid needs an MLP; a Llama predicts text (use generate)"));
-        };
-        if !(extent.is_finite() && extent > 0.0 && extent <= 1e6) {
-            return Err(KilnError::invalid("extent", format!("must be a number in (0, 1e6], got {extent}")));
-        }
-        let regression = self.session.data.points(false).is_some_and(|p| p.labels.is_empty());
-        let at = |i: usize, n: usize| -extent + (i as f64 + 0.5) * 2.0 * extent / n as f64;
-        match (regression, mlp.input_dim) {
-            (true, 1) => {
-                if !(2..=65_536).contains(&size) {
-                    return Err(KilnError::invalid("size", format!("must be 2..=65536 for a regression curve, got {size}")));
-                }
-                let xs: Vec<f32> = (0..size).map(|i| (-extent + i as f64 * 2.0 * extent / (size - 1) as f64) as f32).collect();
-                self.session.predict(size, &xs).await
-            }
-            (false, 2) => {
-                if !(1..=512).contains(&size) {
-                    return Err(KilnError::invalid("size", format!("must be 1..=512 for a 2-D grid, got {size}")));
-                }
-                let mut inputs = Vec::with_capacity(size * size * 2);
-                for row in 0..size {
-                    let y = -at(row, size);
-                    for col in 0..size {
-                        inputs.extend([at(col, size) as f32, y as f32]);
-                    }
-                }
-                let classes = mlp.output_dim;
-                let logits = self.session.predict(size * size, &inputs).await?;
-                Ok(logits.chunks_exact(classes).map(class_one_probability).collect())
-            }
-            (_, d) => Err(KilnError::invalid("model", format!("predictGrid needs 2-D classification or 1-D regression points; this MLP takes {d}-D inputs"))),
-        }
+    fn wrap(session: Result<Session>) -> Result<WebSession, JsValue> {
+        let session = session.map_err(js_error)?;
+        let slots = layout(&session.cfg.model, &session.params);
+        Ok(WebSession { session, slots })
     }
 }
 
-/// softmax(row)[1], computed stably.
-fn class_one_probability(row: &[f32]) -> f32 {
-    let max = row.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
-    let sum: f32 = row.iter().map(|&x| (x - max).exp()).sum();
-    match row.get(1) {
-        Some(&x) if sum > 0.0 && sum.is_finite() => (x - max).exp() / sum,
-        _ => f32::NAN,
+/// `{inputs, labels | targets, inputDim, classes}` of a point set, as typed arrays.
+fn write_points(target: &Object, p: &Points) -> Result<(), JsValue> {
+    set(target, "inputs", &Float32Array::from(p.inputs.as_slice()))?;
+    if p.labels.is_empty() {
+        set(target, "targets", &Float32Array::from(p.targets.as_slice()))?;
+    } else {
+        set(target, "labels", &Uint32Array::from(p.labels.as_slice()))?;
     }
+    set(target, "inputDim", &(p.input_dim as f64).into())?;
+    set(target, "classes", &(p.classes as f64).into())
 }
 
 fn set(target: &Object, key: &str, value: &JsValue) -> Result<(), JsValue> {

@@ -59,7 +59,7 @@ fn mlp_points_csv() -> String {
 fn mlp_config() -> SessionConfig {
     SessionConfig {
         model: ModelConfig::Mlp(MlpConfig { input_dim: 2, hidden: vec![8, 8], output_dim: 3, activation: Activation::Tanh }),
-        data: DataConfig::Points(PointData { task: PointTask::Spiral, points: 0, noise: 0.0, validation_fraction: 0.2, csv: Some(mlp_points_csv()) }),
+        data: DataConfig::Points(PointData { task: PointTask::Custom, points: 0, noise: 0.0, validation_fraction: 0.2, csv: Some(mlp_points_csv()) }),
         batch: 16,
         optimizer: OptimConfig { lr: 0.05, weight_decay: 0.1, clip: 0.5, ..OptimConfig::default() },
         seed: 5,
@@ -136,10 +136,7 @@ fn write_fixture(name: &str, cfg: SessionConfig, unit_scale: bool) {
     }
     let views: Vec<(String, TensorView)> =
         tensors.iter().map(|(n, shape, bytes, dtype)| (n.clone(), TensorView::new(*dtype, shape.clone(), bytes).unwrap())).collect();
-    let metadata = HashMap::from([
-        ("config".to_string(), serde_json::to_string(&cfg).unwrap()),
-        ("steps".to_string(), STEPS.to_string()),
-    ]);
+    let metadata = HashMap::from([("config".to_string(), serde_json::to_string(&cfg).unwrap()), ("steps".to_string(), STEPS.to_string())]);
     let bytes = safetensors::serialize(views, Some(metadata.into_iter().collect())).unwrap();
     std::fs::write(fixture(&format!("{name}_inputs.safetensors")), bytes).unwrap();
     eprintln!("wrote tests/golden/{name}_inputs.safetensors");

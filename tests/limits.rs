@@ -35,7 +35,12 @@ async fn too_large_a_batch_names_the_batch_that_fits() {
     // Which limit binds depends on the device: the per-buffer one (llvmpipe: 128 MiB) or the
     // memory budget (Chromium: 4 × its 1 GiB largest buffer).
     assert!((message.contains("largest buffer") || message.contains("in all")) && message.contains("MiB"), "{message}");
-    let best: usize = message.split("a batch of at most ").nth(1).and_then(|s| s.split(' ').next()).and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("no batch named in: {message}"));
+    let best: usize = message
+        .split("a batch of at most ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no batch named in: {message}"));
     assert!(best >= 1 && best < cfg.batch, "{message}");
     // One more than the batch it names is refused as well; the named batch itself is built.
     cfg.batch = best + 1;

@@ -92,11 +92,11 @@ fn bad_configs_name_the_field() {
     let gpu = pollster::block_on(Gpu::new()).expect("GPU");
     let mut cfg = config(PointTask::Spiral, vec![16, 0], Activation::Relu);
     let err = Session::with_gpu(gpu, cfg.clone()).err().expect("zero width must fail");
-    assert!(matches!(&err, KilnError::InvalidInput { field, .. } if field == "mlp.hidden[1]"), "{err}");
+    assert!(matches!(&err, KilnError::InvalidInput { field, .. } if field == "model.mlp.hidden[1]"), "{err}");
     let ModelConfig::Mlp(m) = &mut cfg.model else { unreachable!() };
     m.hidden = vec![8];
     m.output_dim = 3;
-    assert!(cfg.validate().unwrap_err().to_string().contains("mlp.output_dim"));
+    assert!(cfg.validate().unwrap_err().to_string().contains("model.mlp.output_dim"));
     let ModelConfig::Mlp(m) = &mut cfg.model else { unreachable!() };
     m.output_dim = 2;
     cfg.optimizer.lr = f32::NAN;
@@ -107,7 +107,7 @@ fn bad_configs_name_the_field() {
     let json = r#"{"model": {"llama": {"vocab": 60, "d_model": 64, "heads": 5, "layers": 1, "context": 8, "hidden": 64}},
                    "data": {"text": {"validation_fraction": 0.1}}, "batch": 2}"#;
     let err = SessionConfig::from_json(json).unwrap_err().to_string();
-    assert!(err.contains("llama.heads") && err.contains("divide"), "{err}");
+    assert!(err.contains("model.llama.heads") && err.contains("divide"), "{err}");
     let err = SessionConfig::from_json(r#"{"model": {"mlp": {}}}"#).unwrap_err().to_string();
-    assert!(err.contains("config"), "{err}");
+    assert_eq!(err, "invalid `model.mlp.input_dim`: is missing");
 }

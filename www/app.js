@@ -6,8 +6,9 @@ import * as form from './ui/form.js';
 import { LossChart, RatioChart } from './ui/charts.js';
 import { Heatmaps } from './ui/heatmaps.js';
 import { PointsPlot } from './ui/points.js';
-import { shareUrl, configFromHash, checkConfig } from './ui/share.js';
-import { wireFiles, showCustomPoints, download } from './ui/files.js';
+import { wireFiles, showCustomPoints, download, parseCsv, onParsedPoints } from './ui/files.js';
+import { ToWorker, ToPage } from './ui/protocol.js';
+import { showSample, showSampleError, fitPrompt, adviseForCpu } from './ui/samples.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -25,18 +26,21 @@ const state = {
   lastSampleStep: -1,
   errors: [],
   recoveries: [],
+  runs: 0, // runs built so far
 };
 // A view for the end-to-end tests and curious users (devtools: kilnPage.summary()), and a way
 // to see device-loss recovery at work (kilnPage.loseDevice()).
 window.kilnPage = {
-  loseDevice: () => send({ type: 'lose-device' }),
+  loseDevice: () => send({ type: ToWorker.loseDevice }),
   summary: () => ({
-    ready: state.ready, playing: state.playing, step: state.step, info: state.info,
+    ready: state.ready, playing: state.playing, step: state.step, info: state.info, runs: state.runs,
     loss: loss.summary(), trainLoss: loss.cols[1].filter((v) => v != null),
     samples: state.samples, lastSample: state.lastSample, lastSampleStep: state.lastSampleStep,
     heatmaps: heat.tiles.size, hasGrid: !!plot.grid, error: $('config-error').hidden ? null : $('config-error').textContent,
     linkError: $('link-error').hidden ? null : $('link-error').textContent,
     hidden: !!state.hidden, lastWeights: state.lastWeights, recoveries: state.recoveries, gpuNotice: $('gpu-notice').hidden ? null : $('gpu-notice').textContent,
+    sampleError: $('sample-error').hidden ? null : $('sample-error').textContent, cpuNotice: $('cpu-notice').hidden ? null : $('cpu-notice-text').textContent,
+    prompt: $('sample-prompt').value, grid: plot.grid ? { size: plot.grid.size, classes: plot.grid.classes } : null,
   }),
 };
 
@@ -61,9 +65,15 @@ function showError(text) {
   el.hidden = !text;
 }
 
-function showLinkError(e) {
-  $('link-error').textContent = `Ignoring the link's config: ${e.message}. Showing a preset instead.`;
+function showLinkError(message) {
+  $('link-error').textContent = `Ignoring the link's config: ${message}. Showing a preset instead.`;
   $('link-error').hidden = false;
+}
+
+/** Fills the form from a config; your own points in it are parsed by the worker for the plot. */
+function writeConfig(config) {
+  form.writeConfig(config);
+  if (config.data.points?.csv != null) parseCsv(send, config.data.points.csv, false);
 }
 
 function showNoGpu(reason) {
@@ -102,17 +112,18 @@ function apply({ play = state.playing } = {}) {
   }
   showError('');
   setStatus('Building the model…', 'busy');
-  send({ type: 'create', config, play });
+  send({ type: ToWorker.create, config, play });
 }
 
-function onCreated({ info, dataset, config, origin }) {
+function onCreated({ info, dataset, config, origin, share }) {
   if (origin === 'checkpoint') {
-    form.writeConfig(config);
+    writeConfig(config);
     $('preset').value = '';
     $('preset-desc').textContent = 'From the checkpoint.';
   }
   state.config = config;
   state.info = info;
+  state.runs++;
   state.dataset = dataset;
   state.step = 0;
   showError('');
@@ -131,11 +142,15 @@ function onCreated({ info, dataset, config, origin }) {
   $('adapter').textContent = `GPU: ${info.adapter?.name ?? 'unknown'} (${info.adapter?.backend ?? 'WebGPU'}) · ${info.dispatchesPerStep} dispatches per step`;
   $('sample-card').hidden = !llama;
   $('data-card').hidden = llama;
+  showSampleError('');
   showDataset(config, dataset);
-  const { url, dropped } = shareUrl(config);
-  $('share-url').value = url;
-  $('share-note').textContent = dropped ? `The link leaves out ${dropped} (too large for a URL).` : '';
-  history.replaceState(null, '', new URL(url).hash);
+  if (llama && fitPrompt(dataset, info.task !== 'text')) sendView();
+  adviseForCpu(info);
+  const url = new URL(location.href);
+  url.hash = share.state ? `c=${share.state}` : '';
+  $('share-url').value = url.toString();
+  $('share-note').textContent = share.dropped ? `The link leaves out ${share.dropped} (too large for a URL).` : '';
+  history.replaceState(null, '', url.hash || location.pathname);
   setStatus(state.playing ? 'Training…' : 'Ready — press Play.', 'ok');
   updateButtons();
 }
@@ -163,9 +178,9 @@ function showDataset(config, ds) {
   const regression = config.model.mlp.output_dim === 1;
   const classes = config.model.mlp.output_dim;
   $('data-title').textContent = regression ? 'Data & fitted curve' : 'Data & decision boundary';
-  $('data-hint').textContent = classes > 2
-    ? 'filled: training points · rings: validation · shading: probability of class 1 (predictGrid reports class 1 only)'
-    : 'filled: training points · rings: validation';
+  $('data-hint').textContent = regression
+    ? 'dots: training points · rings: validation · line: the model'
+    : `filled: training points · rings: validation · shading: the most likely of ${classes} classes, stronger where the model is surer`;
   const train = columns(ds, regression);
   if (!train) {
     plot.setPoints([], [], null, { regression, classes });
@@ -173,11 +188,19 @@ function showDataset(config, ds) {
   }
   plot.setPoints(train.xs, train.ys, train.labels, { regression, classes, held: columns(ds.validation, regression) });
   sendView();
-  send({ type: 'refresh' });
+  send({ type: ToWorker.refresh });
 }
 
+
+$('cpu-shrink').onclick = () => {
+  form.shrinkLlama({ batch: 4, context: 32, d_model: 32, hidden: 96 });
+  $('preset').value = '';
+  $('preset-desc').textContent = 'CPU-sized settings.';
+  apply();
+};
+
 function sendView() {
-  send({ type: 'view', view: { grid: plot.gridRequest(plot.regression ? 200 : 64), prompt: $('sample-prompt').value, temperature: Number($('sample-temp').value) || 0 } });
+  send({ type: ToWorker.view, view: { grid: plot.gridRequest(plot.regression ? 200 : 64), prompt: $('sample-prompt').value, temperature: Number($('sample-temp').value) || 0 } });
 }
 
 // ---- messages from the worker -------------------------------------------------------------
@@ -186,15 +209,15 @@ let pendingMetrics = [];
 worker.onmessage = (e) => {
   const m = e.data;
   switch (m.type) {
-    case 'ready': onReady(m.presets); break;
-    case 'nogpu': showNoGpu(`This browser exposes WebGPU, but Kiln could not start on it: ${m.message}`); break;
-    case 'created': onCreated(m); break;
-    case 'state':
+    case ToPage.ready: onReady(m.presets, m.linked); break;
+    case ToPage.nogpu: showNoGpu(`This browser exposes WebGPU, but Kiln could not start on it: ${m.message}`); break;
+    case ToPage.created: onCreated(m); break;
+    case ToPage.state:
       state.playing = m.playing;
       if (state.info) setStatus(m.playing ? 'Training…' : `Paused at step ${state.step}.`, 'ok');
       updateButtons();
       break;
-    case 'metrics':
+    case ToPage.metrics:
       pendingMetrics.push(...m.points);
       // A hidden tab draws no frames: fold the points into the chart (it thins itself).
       if (pendingMetrics.length > 20_000) flushMetrics();
@@ -204,15 +227,15 @@ worker.onmessage = (e) => {
         $('stat-tps').textContent = Math.round(m.rates.tokensPerSecond ?? 0).toLocaleString('en-US');
       }
       break;
-    case 'snapshot': onSnapshot(m); break;
-    case 'sample':
+    case ToPage.snapshot: onSnapshot(m); break;
+    case ToPage.sample:
       state.samples++;
       state.lastSample = m.text;
       state.lastSampleStep = m.step;
       showSample(m);
       break;
-    case 'saved': download(m.bytes, m.step); break;
-    case 'loaded':
+    case ToPage.saved: download(m.bytes, m.step); break;
+    case ToPage.loaded:
       state.step = m.step;
       pendingMetrics = [];
       loss.reset();
@@ -221,8 +244,15 @@ worker.onmessage = (e) => {
       showError('');
       setStatus(`Checkpoint loaded at step ${m.step} — press Play to continue.`, 'ok');
       break;
-    case 'recovered': onRecovered(m); break;
-    case 'error': onWorkerError(m); break;
+    case ToPage.recovered: onRecovered(m); break;
+    case ToPage.error: onWorkerError(m); break;
+    case ToPage.link:
+      writeConfig(m.config);
+      $('preset').value = '';
+      $('preset-desc').textContent = 'From the link.';
+      apply();
+      break;
+    case ToPage.points: onParsedPoints(m.points, { plot, apply: () => apply() }); break;
   }
 };
 
@@ -240,9 +270,16 @@ worker.onerror = (e) => {
   showNoGpu(`The training worker failed to start (${e.message || 'module worker error'}). Kiln needs a browser with module workers and WebGPU.`);
 };
 
-function onWorkerError({ op, message }) {
-  state.errors.push({ op, message });
-  if (op === 'create') {
+function onWorkerError({ op, message, code, field }) {
+  state.errors.push({ op, message, code, field });
+  if (op === 'sample') {
+    // Beside the sample it is about, not in the config's error slot: the config is fine.
+    showSampleError(message);
+  } else if (op === 'link') {
+    showLinkError(message);
+  } else if (op === 'csv') {
+    showError(`Your CSV: ${message}`);
+  } else if (op === 'create') {
     showError(`Could not build this model: ${message}`);
     setStatus(state.info ? 'The previous model is still loaded.' : 'Fix the config to start.', 'error');
   } else {
@@ -250,15 +287,6 @@ function onWorkerError({ op, message }) {
   }
 }
 
-/** The prompt in bold, then the model's continuation — as text nodes, never HTML. */
-function showSample({ step, prompt, text }) {
-  const head = document.createElement('span');
-  head.className = 'sample-step';
-  head.textContent = `step ${step}\n`;
-  const b = document.createElement('b');
-  b.textContent = prompt;
-  $('sample-output').replaceChildren(head, b, document.createTextNode(text));
-}
 
 function onSnapshot(m) {
   if (m.weights) {
@@ -293,27 +321,23 @@ requestAnimationFrame(frame);
 // boundary and validation snapshots pause, and resume the moment the tab is shown again.
 document.addEventListener('visibilitychange', () => {
   state.hidden = document.hidden;
-  send({ type: 'view', view: { hidden: document.hidden } });
+  send({ type: ToWorker.view, view: { hidden: document.hidden } });
   if (!document.hidden) flushMetrics();
 });
 
 // ---- presets and start-up ------------------------------------------------------------------
 
-function onReady(presets) {
+/** `linked`: the config of the page's link ({config}), why it cannot be opened ({error}), or null. */
+function onReady(presets, linked) {
   state.ready = true;
   state.presets = presets;
   const sel = $('preset');
   sel.replaceChildren(...presets.map((p) => new Option(p.name, p.name)), new Option('(custom)', ''));
-  let initial = null;
-  try {
-    initial = configFromHash();
-  } catch (e) {
-    showLinkError(e);
-  }
-  if (initial) {
+  if (linked?.error) showLinkError(linked.error);
+  if (linked?.config) {
     sel.value = '';
     $('preset-desc').textContent = 'From the link.';
-    form.writeConfig(initial);
+    writeConfig(linked.config);
   } else {
     choosePreset(presets.find((p) => p.name === 'mlp-spiral') ? 'mlp-spiral' : presets[0]?.name, false);
   }
@@ -326,19 +350,19 @@ function choosePreset(name, build = true) {
   if (!p) return;
   $('preset').value = name;
   $('preset-desc').textContent = p.description;
-  form.writeConfig(p.config);
+  writeConfig(p.config);
   if (build) apply();
 }
 
 // ---- controls -------------------------------------------------------------------------------
 
-$('play').onclick = () => send({ type: 'play' });
-$('pause').onclick = () => send({ type: 'pause' });
-$('step').onclick = () => send({ type: 'step' });
+$('play').onclick = () => send({ type: ToWorker.play });
+$('pause').onclick = () => send({ type: ToWorker.pause });
+$('step').onclick = () => send({ type: ToWorker.step });
 $('reset').onclick = () => apply();
 $('preset').onchange = (e) => choosePreset(e.target.value);
 $('log-scale').onchange = (e) => loss.setLog(e.target.checked);
-$('sample-now').onclick = () => { sendView(); send({ type: 'sample' }); };
+$('sample-now').onclick = () => { sendView(); send({ type: ToWorker.sample }); };
 for (const id of ['sample-prompt', 'sample-temp']) $(id).addEventListener('change', sendView);
 
 form.onEdit((source) => {
@@ -353,7 +377,7 @@ form.onEdit((source) => {
   if (source === 'draw-class') return;
   if (source === 'custom-kind') {
     form.custom.kind = $('custom-kind').value;
-    form.custom.points = [];
+    form.clearPoints();
     form.syncVisibility();
   }
   if ($('pt-task').value === 'custom' && form.modelKind() === 'mlp') showCustomPoints(plot);
@@ -372,18 +396,8 @@ wireFiles({
   cancelApply: () => clearTimeout(editTimer),
 });
 
-addEventListener('hashchange', () => {
-  try {
-    const c = configFromHash();
-    if (!c) return;
-    checkConfig(c);
-    form.writeConfig(c);
-    $('preset').value = '';
-    apply();
-  } catch (e) {
-    showLinkError(e);
-  }
-});
+// A link pasted into this tab: the worker opens it (Rust's share::decode) and answers `link`.
+addEventListener('hashchange', () => send({ type: ToWorker.openLink, hash: location.hash }));
 
 // ---- WebGPU check, then start the worker --------------------------------------------------
 
@@ -395,5 +409,5 @@ if (!('gpu' in navigator) || !navigator.gpu) {
 } else {
   form.syncVisibility();
   updateButtons();
-  send({ type: 'init' });
+  send({ type: ToWorker.init, hash: location.hash });
 }

@@ -1,15 +1,11 @@
 // worker.js — the training loop, in a dedicated module worker so the page never stalls. It owns
 // the one Kiln run, trains in chunks sized to ~150 ms, and between chunks sends metrics and
 // throttled snapshots (weights, update ratios, decision grid, validation loss, text samples).
-//
-// Page → worker: init | create {config, play} | play | pause | step | view {grid, prompt,
-//   temperature, hidden} | sample | save | load {bytes}
-// Worker → page: ready {presets, adapter} | nogpu {message} | created {info, dataset, config}
-//   | error {op, message} | state {playing} | metrics {points, rates} | snapshot {…} | sample
-//   {step, text} | saved {bytes} | loaded {step} | recovered {reason, lostAt, resumedAt}
-// (`lose-device` destroys the GPU device, as a driver reset would: for testing recovery.)
+// Everything that needs the wasm runs here: share links and checkpoint headers are read, and
+// CSV points parsed, by the same Rust code a run uses. The messages are listed in ui/protocol.js.
 
-import { init, Kiln, presets, preset, adapterInfo } from './kiln.js';
+import { init, Kiln, presets, preset, adapterInfo, shareConfig, openShared, readCheckpoint, parsePoints } from './kiln.js';
+import { ToWorker, ToPage, linkState } from './ui/protocol.js';
 
 let run = null;
 let generation = 0; // bumps whenever `run` is replaced; stale loops and snapshots stop
@@ -22,6 +18,8 @@ const cost = { weights: 0, evaluate: 0, sample: 0 };
 
 const post = (msg, transfer = []) => self.postMessage(msg, transfer);
 const messageOf = (e) => String(e?.message ?? e);
+/** Tells the page which request failed and why (the KilnError's code and field). */
+const postError = (op, e) => post({ type: ToPage.error, op, message: messageOf(e), code: e?.code ?? 'gpu', field: e?.field });
 
 // Every call into the run goes through this queue: one GPU operation at a time.
 let queue = Promise.resolve();
@@ -35,20 +33,31 @@ const isLlama = () => run?.info?.model === 'llama' || run?.info?.task === 'text'
 
 function setPlaying(p) {
   playing = p;
-  post({ type: 'state', playing });
+  post({ type: ToPage.state, playing });
 }
 
-async function start() {
+async function start(hash) {
   try {
     await init();
     // navigator.gpu can exist with no usable adapter (blocklisted driver, GPU off): ask once.
     await adapterInfo();
   } catch (e) {
-    post({ type: 'nogpu', message: messageOf(e) });
+    post({ type: ToPage.nogpu, message: messageOf(e) });
     return;
   }
   const list = presets().map((p) => ({ ...p, config: preset(p.name) }));
-  post({ type: 'ready', presets: list });
+  post({ type: ToPage.ready, presets: list, linked: openLink(hash) });
+}
+
+/** The config of a shared link: {config}, {error} when it cannot be opened, null when none. */
+function openLink(hash) {
+  const state = linkState(hash);
+  if (state === null) return null;
+  try {
+    return { config: openShared(state) };
+  } catch (e) {
+    return { error: messageOf(e) };
+  }
 }
 
 async function create(config, play, origin = 'form') {
@@ -59,7 +68,7 @@ async function create(config, play, origin = 'form') {
     try {
       fresh = await Kiln.create(config);
     } catch (e) {
-      post({ type: 'error', op: 'create', message: messageOf(e) });
+      postError('create', e);
       return;
     }
     if (gen !== generation) {
@@ -74,19 +83,27 @@ async function create(config, play, origin = 'form') {
     run.on('metrics', (points, rates) => {
       if (gen !== generation || !points.length) return;
       step = Math.max(step, points[points.length - 1].step);
-      post({ type: 'metrics', points, rates });
+      post({ type: ToPage.metrics, points, rates });
     });
     // A lost device is rebuilt from the latest snapshot inside kiln.js; the page says so.
     run.on('recovered', (r) => {
-      if (gen === generation) post({ type: 'recovered', ...r });
+      if (gen === generation) post({ type: ToPage.recovered, ...r });
     });
-    post({ type: 'created', info: run.info, dataset: datasetOf(run), config, origin });
+    post({ type: ToPage.created, info: run.info, dataset: datasetOf(run), config, origin, share: shareOf(run.info.config) });
   });
   if (gen === generation && run) {
     if (origin !== 'checkpoint') await snapshot({ force: true });
     if (play) playLoop();
   }
   return gen === generation && !!run;
+}
+
+function shareOf(config) {
+  try {
+    return shareConfig(config);
+  } catch (e) {
+    return { state: '', dropped: messageOf(e) };
+  }
 }
 
 function datasetOf(r) {
@@ -106,7 +123,7 @@ async function playLoop() {
     try {
       await exclusive(() => run.train({ steps: chunk, readEvery: chunk }));
     } catch (e) {
-      post({ type: 'error', op: 'train', message: messageOf(e) });
+      postError('train', e);
       setPlaying(false);
       break;
     }
@@ -137,7 +154,7 @@ async function snapshot({ force = false }) {
   if (!wantWeights && !wantEval && !wantSample) return;
   await exclusive(async () => {
     if (gen !== generation || !run) return;
-    const msg = { type: 'snapshot' };
+    const msg = { type: ToPage.snapshot };
     const transfer = [];
     try {
       if (wantWeights) {
@@ -160,7 +177,7 @@ async function snapshot({ force = false }) {
         due.evaluate = performance.now() + Math.max(llama ? 1500 : 500, 6 * cost.evaluate);
       }
     } catch (e) {
-      post({ type: 'error', op: 'snapshot', message: messageOf(e) });
+      postError('snapshot', e);
     }
     if (gen !== generation) return;
     msg.step = step;
@@ -173,9 +190,9 @@ async function sample(gen) {
   const t0 = performance.now();
   try {
     const text = await run.generate(view.prompt, { maxTokens: 120, temperature: view.temperature, topK: 20, seed: step });
-    if (gen === generation) post({ type: 'sample', step, prompt: view.prompt, text });
+    if (gen === generation) post({ type: ToPage.sample, step, prompt: view.prompt, text });
   } catch (e) {
-    post({ type: 'error', op: 'sample', message: messageOf(e) });
+    postError('sample', e);
   }
   cost.sample = performance.now() - t0;
   due.sample = performance.now() + Math.max(3000, 4 * cost.sample);
@@ -187,7 +204,7 @@ async function singleStep() {
   try {
     await exclusive(() => run.step());
   } catch (e) {
-    post({ type: 'error', op: 'step', message: messageOf(e) });
+    postError('step', e);
     return;
   }
   if (gen === generation) await snapshot({ force: true });
@@ -197,26 +214,10 @@ async function save() {
   if (!run) return;
   try {
     const bytes = await exclusive(() => run.save());
-    post({ type: 'saved', bytes, step }, [bytes.buffer]);
+    post({ type: ToPage.saved, bytes, step }, [bytes.buffer]);
   } catch (e) {
-    post({ type: 'error', op: 'save', message: messageOf(e) });
+    postError('save', e);
   }
-}
-
-/** The config and step in a Kiln checkpoint's safetensors header; throws when it is not one. */
-function checkpointMeta(bytes) {
-  const bad = new Error('this file is not a Kiln checkpoint (a .safetensors file saved by Kiln)');
-  if (!(bytes instanceof Uint8Array) || bytes.length < 8) throw bad;
-  const n = Number(new DataView(bytes.buffer, bytes.byteOffset, 8).getBigUint64(0, true));
-  if (!(n > 1 && n <= bytes.length - 8 && n <= 64 << 20)) throw bad;
-  let meta;
-  try {
-    meta = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(8, 8 + n))).__metadata__;
-  } catch {
-    throw bad;
-  }
-  if (meta?.format !== 'kiln-checkpoint-1' || typeof meta.config !== 'string') throw bad;
-  return { config: JSON.parse(meta.config), step: Number(meta.step) || 0 };
 }
 
 /**
@@ -226,9 +227,9 @@ function checkpointMeta(bytes) {
 async function load(bytes) {
   let meta;
   try {
-    meta = checkpointMeta(bytes);
+    meta = readCheckpoint(bytes);
   } catch (e) {
-    post({ type: 'error', op: 'load', message: messageOf(e) });
+    postError('load', e);
     return;
   }
   setPlaying(false);
@@ -238,40 +239,57 @@ async function load(bytes) {
   try {
     await exclusive(() => run.load(bytes));
   } catch (e) {
-    post({ type: 'error', op: 'load', message: messageOf(e) });
+    postError('load', e);
     return;
   }
   if (gen !== generation) return;
   step = meta.step;
-  post({ type: 'loaded', step });
+  post({ type: ToPage.loaded, step });
   await snapshot({ force: true });
+}
+
+/** Your own points from CSV, parsed by the same Rust code a run uses. */
+function parseCsv(text) {
+  try {
+    const points = parsePoints(text);
+    post({ type: ToPage.points, points }, [points.inputs.buffer]);
+  } catch (e) {
+    postError('csv', e);
+  }
 }
 
 self.onmessage = (e) => {
   const m = e.data;
   switch (m.type) {
-    case 'init': start(); break;
-    case 'create': create(m.config, m.play); break;
-    case 'play': playLoop(); break;
-    case 'pause':
+    case ToWorker.init: start(m.hash); break;
+    case ToWorker.create: create(m.config, m.play); break;
+    case ToWorker.play: playLoop(); break;
+    case ToWorker.pause:
       playing = false;
       run?.pause?.();
       // Report "paused" once the step in flight has finished, so the step count is final.
-      exclusive(() => {}).then(() => post({ type: 'state', playing }));
+      exclusive(() => {}).then(() => post({ type: ToPage.state, playing }));
       break;
-    case 'step': singleStep(); break;
-    case 'view': {
+    case ToWorker.step: singleStep(); break;
+    case ToWorker.view: {
       const shown = view.hidden && m.view.hidden === false;
       view = { ...view, ...m.view };
       // Back from a hidden tab: show the present at once.
       if (shown && run) snapshot({ force: true });
       break;
     }
-    case 'refresh': if (!playing) snapshot({ force: true }); break;
-    case 'sample': if (run && isLlama()) exclusive(() => sample(generation)); break;
-    case 'save': save(); break;
-    case 'load': load(m.bytes); break;
-    case 'lose-device': run?.simulateDeviceLoss(); break;
-    default: post({ type: 'error', op: 'protocol', message: `unknown message ${String(m.type).slice(0, 40)}` });
+    case ToWorker.refresh: if (!playing) snapshot({ force: true }); break;
+    case ToWorker.sample: if (run && isLlama()) exclusive(() => sample(generation)); break;
+    case ToWorker.save: save(); break;
+    case ToWorker.load: load(m.bytes); break;
+    case ToWorker.openLink: {
+      const linked = openLink(m.hash);
+      if (linked?.config) post({ type: ToPage.link, config: linked.config });
+      else if (linked?.error) postError('link', new Error(linked.error));
+      break;
+    }
+    case ToWorker.parseCsv: parseCsv(m.text); break;
+    case ToWorker.loseDevice: run?.simulateDeviceLoss(); break;
+    default: postError('protocol', new Error(`unknown message ${String(m.type).slice(0, 40)}`));
   }
 };

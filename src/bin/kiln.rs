@@ -9,9 +9,9 @@ mod cli {
     use std::time::Instant;
 
     use indicatif::{ProgressBar, ProgressStyle};
-    use kiln::presets::{preset, PRESETS};
     use kiln::generate::GenerateOptions;
     use kiln::model::ModelConfig;
+    use kiln::presets::{preset, PRESETS};
     use kiln::train::Session;
     use kiln::{Gpu, KilnError, Result};
 
@@ -105,7 +105,12 @@ mod cli {
     async fn train(args: &[String]) -> Result<()> {
         let name = args.first().ok_or_else(|| KilnError::invalid("preset", "name one: see `kiln presets`"))?;
         let mut cfg = preset(name).ok_or_else(|| KilnError::invalid("preset", format!("unknown preset `{name}`; see `kiln presets`")))?;
-        only_options(&args[1..], &[], &["--steps", "--seed", "--save", "--resume"], "kiln train <preset> [--steps N] [--seed S] [--save FILE] [--resume FILE]")?;
+        only_options(
+            &args[1..],
+            &[],
+            &["--steps", "--seed", "--save", "--resume"],
+            "kiln train <preset> [--steps N] [--seed S] [--save FILE] [--resume FILE]",
+        )?;
         let steps = flag(args, "--steps", 2000)?;
         cfg.seed = flag(args, "--seed", cfg.seed)?;
         let gpu = Gpu::new().await?;
@@ -119,10 +124,7 @@ mod cli {
         };
         println!("{} parameters, {} dispatches per step", session.params.count(), session.dispatches_per_step());
         let bar = ProgressBar::new(steps);
-        bar.set_style(
-            ProgressStyle::with_template("{bar:30} {pos}/{len} steps  {msg}  ETA {eta}")
-                .map_err(|e| KilnError::Gpu(e.to_string()))?,
-        );
+        bar.set_style(ProgressStyle::with_template("{bar:30} {pos}/{len} steps  {msg}  ETA {eta}").map_err(|e| KilnError::Gpu(e.to_string()))?);
         let start = Instant::now();
         let first_step = session.step_count();
         let tokens_per_step = (session.cfg.batch * session.model().rows_per_example()) as f64;

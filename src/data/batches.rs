@@ -29,7 +29,7 @@ impl Batches {
         Ok(match cfg {
             DataConfig::Points(d) => {
                 let all = match &d.csv {
-                    Some(csv) => from_csv(csv, d.task.is_regression())?,
+                    Some(csv) => from_csv(csv, outputs == 1)?,
                     None => generate(d.task, d.points, d.noise, seed)?,
                 };
                 ensure(all.classes <= outputs, "model.mlp.output_dim", || {
@@ -39,15 +39,16 @@ impl Batches {
                 let (train, val) = all.split(d.validation_fraction, seed ^ 1);
                 Batches::Points { train, val }
             }
-            DataConfig::Text(t) => Batches::Text {
-                corpus: TextCorpus::new(t.text.as_deref().unwrap_or(GENESIS), t.validation_fraction)?,
-                context,
-            },
-            DataConfig::Sequence(q) => Batches::Text {
-                corpus: TextCorpus::new(&generate_text(q.task, q.examples, q.digits, seed)?, q.validation_fraction)?,
-                context,
-            },
+            DataConfig::Text(t) => Self::text(TextCorpus::new(t.text.as_deref().unwrap_or(GENESIS), t.validation_fraction)?, context, t.validation_fraction)?,
+            DataConfig::Sequence(q) => {
+                Self::text(TextCorpus::new(&generate_text(q.task, q.examples, q.digits, seed)?, q.validation_fraction)?, context, q.validation_fraction)?
+            }
         })
+    }
+
+    fn text(corpus: TextCorpus, context: usize, val_fraction: f64) -> Result<Batches> {
+        corpus.check_context(context, val_fraction)?;
+        Ok(Batches::Text { corpus, context })
     }
 
     pub fn sample(&self, rng: &mut Rng, batch: usize, validation: bool) -> Batch {

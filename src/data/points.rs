@@ -7,6 +7,7 @@ use crate::error::{ensure, Result};
 use crate::rng::Rng;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum PointTask {
     Spiral,
@@ -15,6 +16,8 @@ pub enum PointTask {
     Gaussians,
     Sine,
     Piecewise,
+    /// The user's own points, from `csv` (`x,y,label` rows for classes, `x,target` for a curve).
+    Custom,
 }
 
 impl PointTask {
@@ -22,7 +25,11 @@ impl PointTask {
         matches!(self, PointTask::Sine | PointTask::Piecewise)
     }
     pub fn input_dim(self) -> usize {
-        if self.is_regression() { 1 } else { 2 }
+        if self.is_regression() {
+            1
+        } else {
+            2
+        }
     }
 }
 
@@ -77,8 +84,9 @@ pub const MAX_POINTS: usize = 100_000;
 
 /// Generates `n` points of `task` with Gaussian `noise` (standard deviation, coordinate units).
 pub fn generate(task: PointTask, n: usize, noise: f64, seed: u64) -> Result<Points> {
-    ensure((1..=MAX_POINTS).contains(&n), "points", || format!("must be between 1 and {MAX_POINTS}, got {n}"))?;
-    ensure(noise.is_finite() && (0.0..=1.0).contains(&noise), "noise", || format!("must be in [0, 1], got {noise}"))?;
+    ensure(task != PointTask::Custom, "data.points.csv", || "the custom task trains on your own points: give them as CSV".into())?;
+    ensure((1..=MAX_POINTS).contains(&n), "data.points.points", || format!("must be between 1 and {MAX_POINTS}, got {n}"))?;
+    ensure(noise.is_finite() && (0.0..=1.0).contains(&noise), "data.points.noise", || format!("must be in [0, 1], got {noise}"))?;
     let mut rng = Rng::new(seed);
     let mut p = Points { inputs: Vec::with_capacity(n * 2), input_dim: task.input_dim(), labels: vec![], targets: vec![], classes: 2 };
     for i in 0..n {
@@ -106,7 +114,7 @@ pub fn generate(task: PointTask, n: usize, noise: f64, seed: u64) -> Result<Poin
                 let c = if class == 0 { -0.4 } else { 0.4 };
                 (c + 0.25 * rng.normal(), c + 0.25 * rng.normal())
             }
-            PointTask::Sine | PointTask::Piecewise => {
+            PointTask::Sine | PointTask::Piecewise | PointTask::Custom => {
                 let x = rng.range(-1.0, 1.0);
                 let y = if task == PointTask::Sine { (3.0 * x * std::f64::consts::PI / 2.0).sin() } else { piecewise(x) };
                 p.inputs.push(x as f32);
@@ -134,17 +142,26 @@ fn piecewise(x: f64) -> f64 {
     }
 }
 
+/// The rows of a CSV of points: blank lines, `#` comments and a header line (a first row
+/// that is not numbers) left out; each row with its 1-based line number.
+fn csv_rows(text: &str) -> impl Iterator<Item = (usize, Vec<&str>)> {
+    let rows = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with('#'));
+    rows.enumerate()
+        .filter(|(k, (_, l))| !(*k == 0 && l.split(',').next().is_some_and(|c| c.trim().parse::<f64>().is_err())))
+        .map(|(_, (i, l))| (i + 1, l.split(',').map(str::trim).collect()))
+}
+
 /// Parses user points from CSV lines `x,y,label` (classification) or `x,target` (regression).
 pub fn from_csv(text: &str, regression: bool) -> Result<Points> {
+    const FIELD: &str = "data.points.csv";
     let mut p = Points { inputs: vec![], input_dim: if regression { 1 } else { 2 }, labels: vec![], targets: vec![], classes: 0 };
-    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        let field = format!("csv line {}", i + 1);
-        let cols: Vec<&str> = line.split(',').map(str::trim).collect();
+    for (line, cols) in csv_rows(text) {
         let want = if regression { 2 } else { 3 };
-        ensure(cols.len() == want, &field, || format!("expected {want} comma-separated values, found {}", cols.len()))?;
+        let kind = if regression { "x,target" } else { "x,y,label" };
+        ensure(cols.len() == want, FIELD, || format!("line {line}: expected {want} comma-separated values ({kind}), found {}", cols.len()))?;
         let num = |s: &str| -> Result<f32> {
-            let v: f32 = s.parse().map_err(|_| crate::KilnError::invalid(&field, format!("`{s}` is not a number")))?;
-            ensure(v.is_finite() && v.abs() <= 1e6, &field, || format!("`{s}` must be finite and within ±1e6"))?;
+            let v: f32 = s.parse().map_err(|_| crate::KilnError::invalid(FIELD, format!("line {line}: `{s}` is not a number")))?;
+            ensure(v.is_finite() && v.abs() <= 1e6, FIELD, || format!("line {line}: `{s}` must be finite and within ±1e6"))?;
             Ok(v)
         };
         for c in &cols[..p.input_dim] {
@@ -153,14 +170,21 @@ pub fn from_csv(text: &str, regression: bool) -> Result<Points> {
         if regression {
             p.targets.push(num(cols[1])?);
         } else {
-            let label: u32 = cols[2].parse().map_err(|_| crate::KilnError::invalid(&field, format!("label `{}` must be 0..=9", cols[2])))?;
-            ensure(label <= 9, &field, || format!("label {label} must be 0..=9"))?;
+            let label: u32 = cols[2].parse().map_err(|_| crate::KilnError::invalid(FIELD, format!("line {line}: label `{}` must be 0..=9", cols[2])))?;
+            ensure(label <= 9, FIELD, || format!("line {line}: label {label} must be 0..=9"))?;
             p.classes = p.classes.max(label as usize + 1);
             p.labels.push(label);
         }
-        ensure(p.len() <= MAX_POINTS, "csv", || format!("at most {MAX_POINTS} points"))?;
+        ensure(p.len() <= MAX_POINTS, FIELD, || format!("at most {MAX_POINTS} points"))?;
     }
-    ensure(!p.is_empty(), "csv", || "no points found".into())?;
+    ensure(!p.is_empty(), FIELD, || "no points found".into())?;
     p.classes = p.classes.max(if regression { 0 } else { 2 });
     Ok(p)
+}
+
+/// Parses a CSV of either kind, told apart by the first row: 3 columns `x,y,label`, 2 `x,target`.
+pub fn from_csv_any(text: &str) -> Result<Points> {
+    let cols = csv_rows(text).next().map_or(0, |(_, c)| c.len());
+    ensure(cols == 2 || cols == 3, "data.points.csv", || format!("expected 3 columns (x,y,label) or 2 (x,target), found {cols}"))?;
+    from_csv(text, cols == 2)
 }

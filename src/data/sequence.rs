@@ -8,6 +8,7 @@ use crate::error::{ensure, Result};
 use crate::rng::Rng;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum SequenceTask {
     Reverse,

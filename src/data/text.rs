@@ -30,14 +30,30 @@ impl TextCorpus {
         chars.retain(|c| *c != '\r');
         ensure(chars.len() >= 2, "text", || "needs at least 2 distinct characters".into())?;
         ensure(chars.len() <= MAX_VOCAB, "text", || format!("has {} distinct characters; at most {MAX_VOCAB}", chars.len()))?;
-        let tokens: Vec<u32> = text
-            .chars()
-            .filter(|c| *c != '\r')
-            .map(|c| chars.binary_search(&c).map(|i| i as u32).unwrap_or(0))
-            .collect();
+        let tokens: Vec<u32> = text.chars().filter(|c| *c != '\r').map(|c| chars.binary_search(&c).map(|i| i as u32).unwrap_or(0)).collect();
         ensure(tokens.len() >= 64, "text", || format!("has {} characters; at least 64 needed", tokens.len()))?;
-        let split = ((tokens.len() as f64) * (1.0 - val_fraction.clamp(0.0, 0.5))) as usize;
+        let split = split_point(tokens.len(), val_fraction);
         Ok(TextCorpus { chars, tokens, split })
+    }
+
+    /// Both splits must hold a whole window (`context` inputs and the next token) so that no
+    /// window crosses from training into validation text; refused otherwise, naming the
+    /// shortest text that would work.
+    pub fn check_context(&self, context: usize, val_fraction: f64) -> Result<()> {
+        let (train, val) = (self.split, self.tokens.len() - self.split);
+        if train > context && val > context {
+            return Ok(());
+        }
+        let need = (context + 1..).find(|&n| n - split_point(n, val_fraction) > context && split_point(n, val_fraction) > context).unwrap_or(usize::MAX);
+        Err(KilnError::invalid(
+            "model.llama.context",
+            format!(
+                "a window of {context} characters needs {} in each split, but the text's {} characters split into {train} for training and {val} for validation: use a context of at most {}, or a text of at least {need} characters",
+                context + 1,
+                self.tokens.len(),
+                train.min(val).saturating_sub(1).max(1),
+            ),
+        ))
     }
 
     pub fn genesis() -> TextCorpus {
@@ -52,9 +68,10 @@ impl TextCorpus {
         text.chars()
             .enumerate()
             .map(|(i, c)| {
-                self.chars.binary_search(&c).map(|t| t as u32).map_err(|_| {
-                    KilnError::invalid("prompt", format!("character {c:?} at position {i} is not in the training text"))
-                })
+                self.chars
+                    .binary_search(&c)
+                    .map(|t| t as u32)
+                    .map_err(|_| KilnError::invalid("prompt", format!("character {c:?} at position {i} is not in the training text")))
             })
             .collect()
     }
@@ -63,21 +80,71 @@ impl TextCorpus {
         tokens.iter().map(|&t| self.chars.get(t as usize).copied().unwrap_or('?')).collect()
     }
 
-    /// `batch` random windows of `context + 1` tokens from the train (or validation) part:
-    /// inputs (batch, context) and next-token targets (batch, context).
+    /// Token range of the training (or validation) split.
+    pub fn range(&self, validation: bool) -> std::ops::Range<usize> {
+        if validation {
+            self.split..self.tokens.len()
+        } else {
+            0..self.split
+        }
+    }
+
+    /// `batch` random windows of `context + 1` tokens, each wholly inside the train (or
+    /// validation) split (`check_context` guarantees one fits): inputs (batch, context) and
+    /// next-token targets (batch, context).
     pub fn batch(&self, rng: &mut Rng, batch: usize, context: usize, validation: bool) -> (Vec<u32>, Vec<u32>) {
-        let (lo, hi) = if validation { (self.split, self.tokens.len()) } else { (0, self.split) };
-        let span = (hi - lo).saturating_sub(context + 1).max(1);
+        let range = self.range(validation);
+        let starts = (range.len().saturating_sub(context + 1)).max(1);
         let mut inputs = Vec::with_capacity(batch * context);
         let mut targets = Vec::with_capacity(batch * context);
         for _ in 0..batch {
-            let start = lo + rng.below(span);
-            for t in 0..context {
-                let i = (start + t).min(self.tokens.len() - 2);
-                inputs.push(self.tokens[i]);
-                targets.push(self.tokens[i + 1]);
-            }
+            let start = range.start + rng.below(starts);
+            inputs.extend_from_slice(&self.tokens[start..start + context]);
+            targets.extend_from_slice(&self.tokens[start + 1..start + context + 1]);
         }
         (inputs, targets)
+    }
+
+    /// Consecutive non-overlapping windows over the split, from its start, at most `max_windows`:
+    /// inputs (n, context), targets (n, context) and n.
+    pub fn windows(&self, context: usize, validation: bool, max_windows: usize) -> (Vec<u32>, Vec<u32>, usize) {
+        let range = self.range(validation);
+        let n = ((range.len().saturating_sub(1)) / context).clamp(1, max_windows.max(1));
+        let mut inputs = Vec::with_capacity(n * context);
+        let mut targets = Vec::with_capacity(n * context);
+        for w in 0..n {
+            let start = range.start + w * context;
+            inputs.extend_from_slice(&self.tokens[start..start + context]);
+            targets.extend_from_slice(&self.tokens[start + 1..start + context + 1]);
+        }
+        (inputs, targets, n)
+    }
+}
+
+/// Tokens before this index train; the last `val_fraction` (at most half) validates.
+fn split_point(len: usize, val_fraction: f64) -> usize {
+    ((len as f64) * (1.0 - val_fraction.clamp(0.0, 0.5))) as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_stay_inside_their_split_and_short_splits_are_refused() {
+        let text: String = (0..400).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+        let corpus = TextCorpus::new(&text, 0.1).unwrap();
+        assert_eq!(corpus.split, 360);
+        corpus.check_context(32, 0.1).unwrap();
+        let mut rng = Rng::new(3);
+        let (x, y) = corpus.batch(&mut rng, 64, 32, true);
+        // Validation windows use only tokens from 360..400: every input is one of them.
+        assert!(x.iter().chain(&y).all(|t| corpus.tokens[360..].contains(t)));
+        let (x, _) = corpus.batch(&mut rng, 64, 32, false);
+        assert_eq!(x.len(), 64 * 32);
+        let err = corpus.check_context(40, 0.1).unwrap_err().to_string();
+        assert!(err.contains("`model.llama.context`") && err.contains("at most 39") && err.contains("at least 401 characters"), "{err}");
+        let (x, y, n) = corpus.windows(8, true, 100);
+        assert_eq!((n, x.len(), y[0]), (4, 32, corpus.tokens[361]));
     }
 }

@@ -15,19 +15,14 @@ use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
 use crate::tensor::Tensor;
 
 pub const ATTENTION_FORWARD: Kernel = Kernel { entry: "attention_forward", family: F, bindings: &[R, RW, RW, U] };
-pub const ATTENTION_BACKWARD_PREP: Kernel =
-    Kernel { entry: "attention_backward_prep", family: F, bindings: &[R, R, RW, U] };
-pub const ATTENTION_BACKWARD_DQ: Kernel =
-    Kernel { entry: "attention_backward_dq", family: F, bindings: &[R, R, R, R, RW, U] };
-pub const ATTENTION_BACKWARD_DKV: Kernel =
-    Kernel { entry: "attention_backward_dkv", family: F, bindings: &[R, R, R, R, RW, U] };
+pub const ATTENTION_BACKWARD_PREP: Kernel = Kernel { entry: "attention_backward_prep", family: F, bindings: &[R, R, RW, U] };
+pub const ATTENTION_BACKWARD_DQ: Kernel = Kernel { entry: "attention_backward_dq", family: F, bindings: &[R, R, R, R, RW, U] };
+pub const ATTENTION_BACKWARD_DKV: Kernel = Kernel { entry: "attention_backward_dkv", family: F, bindings: &[R, R, R, R, RW, U] };
 
 /// The block kernels specialised for head_dim <= SMALL_HEAD_DIM (head vectors in registers).
 pub const ATTENTION_FORWARD_HD32: Kernel = Kernel { entry: "attention_forward_hd32", family: F, bindings: &[R, RW, RW, U] };
-pub const ATTENTION_BACKWARD_DQ_HD32: Kernel =
-    Kernel { entry: "attention_backward_dq_hd32", family: F, bindings: &[R, R, R, R, RW, U] };
-pub const ATTENTION_BACKWARD_DKV_HD32: Kernel =
-    Kernel { entry: "attention_backward_dkv_hd32", family: F, bindings: &[R, R, R, R, RW, U] };
+pub const ATTENTION_BACKWARD_DQ_HD32: Kernel = Kernel { entry: "attention_backward_dq_hd32", family: F, bindings: &[R, R, R, R, RW, U] };
+pub const ATTENTION_BACKWARD_DKV_HD32: Kernel = Kernel { entry: "attention_backward_dkv_hd32", family: F, bindings: &[R, R, R, R, RW, U] };
 
 pub const KERNELS: &[&Kernel] = &[
     &ATTENTION_FORWARD,
@@ -90,10 +85,7 @@ impl AttentionDims {
             }
         }
         if self.head_dim > MAX_HEAD_DIM {
-            return Err(KilnError::invalid(
-                "head_dim",
-                format!("at most {MAX_HEAD_DIM} per head, got {}; use more heads", self.head_dim),
-            ));
+            return Err(KilnError::invalid("head_dim", format!("at most {MAX_HEAD_DIM} per head, got {}; use more heads", self.head_dim)));
         }
         if self.qkv_len() > u32::MAX as usize {
             return Err(KilnError::invalid("seq", "qkv indices exceed 32 bits"));
@@ -182,11 +174,8 @@ pub fn attention_backward(
     let prep = gpu.op(&ATTENTION_BACKWARD_PREP, &[T(out), T(dout), T(delta), Uni(&uniform)], prep_grid)?;
     let args = [T(qkv), T(dout), T(lse), T(delta), T(dqkv), Uni(&uniform)];
     let small = dims.head_dim <= SMALL_HEAD_DIM;
-    let (dq_kernel, dkv_kernel) = if small {
-        (&ATTENTION_BACKWARD_DQ_HD32, &ATTENTION_BACKWARD_DKV_HD32)
-    } else {
-        (&ATTENTION_BACKWARD_DQ, &ATTENTION_BACKWARD_DKV)
-    };
+    let (dq_kernel, dkv_kernel) =
+        if small { (&ATTENTION_BACKWARD_DQ_HD32, &ATTENTION_BACKWARD_DKV_HD32) } else { (&ATTENTION_BACKWARD_DQ, &ATTENTION_BACKWARD_DKV) };
     let dq = gpu.op(dq_kernel, &args, gpu.grid(dims.blocks()))?;
     let dkv = gpu.op(dkv_kernel, &args, gpu.grid(dims.blocks()))?;
     Ok(AttentionBackward { prep, dq, dkv })
@@ -254,8 +243,7 @@ pub mod reference {
             for h in 0..d.heads {
                 for t in 0..d.seq {
                     let base = (b * d.seq + t) * d.channels() + h * d.head_dim;
-                    delta[(b * d.heads + h) * d.seq + t] =
-                        (base..base + d.head_dim).map(|i| out[i] * dout[i]).sum();
+                    delta[(b * d.heads + h) * d.seq + t] = (base..base + d.head_dim).map(|i| out[i] * dout[i]).sum();
                 }
             }
         }
@@ -271,9 +259,7 @@ pub mod reference {
                 let (p, _) = probs(d, qkv, b, h);
                 for i in 0..t_len {
                     let g = &dout[(b * t_len + i) * c + h * hd..][..hd];
-                    let dp: Vec<f64> = (0..=i)
-                        .map(|j| g.iter().zip(&qkv[qkv_at(d, b, j, 2, h)..][..hd]).map(|(x, y)| x * y).sum())
-                        .collect();
+                    let dp: Vec<f64> = (0..=i).map(|j| g.iter().zip(&qkv[qkv_at(d, b, j, 2, h)..][..hd]).map(|(x, y)| x * y).sum()).collect();
                     let row: f64 = (0..=i).map(|j| p[i * t_len + j] * dp[j]).sum();
                     for j in 0..=i {
                         let pij = p[i * t_len + j];

@@ -1,7 +1,7 @@
 //! Convolution kernels (`shaders/conv.wgsl`): depthwise width-3 conv1d with "same" zero
 //! padding, with an f64 reference.
 
-use super::{expect_len, groups_1d, Kernel, Family::Conv as F, R, RW, U};
+use super::{expect_len, groups_1d, Family::Conv as F, Kernel, R, RW, U};
 use crate::error::{KilnError, Result};
 use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
 use crate::tensor::Tensor;
@@ -25,15 +25,7 @@ struct ConvParams {
 /// Depthwise conv, width 3, zero "same" padding:
 /// `out[d, s] = bias[d] + Σ_{k=0..2} input[d, s + k - 1] · weight[d, k]` (out-of-range taps
 /// read 0). `input` and `out` are (dim, seq_len) row-major, `weight` (dim, 3), `bias` (dim).
-pub fn conv1d(
-    gpu: &Gpu,
-    input: &Tensor,
-    weight: &Tensor,
-    bias: &Tensor,
-    out: &Tensor,
-    dim: usize,
-    seq_len: usize,
-) -> Result<Op> {
+pub fn conv1d(gpu: &Gpu, input: &Tensor, weight: &Tensor, bias: &Tensor, out: &Tensor, dim: usize, seq_len: usize) -> Result<Op> {
     if dim == 0 {
         return Err(KilnError::invalid("dim", "must be at least 1"));
     }

@@ -1,7 +1,7 @@
 //! Elementwise kernels (`shaders/elementwise.wgsl`): add/sub/mul with bias broadcast,
 //! ReLU/SiLU/tanh, the fused SwiGLU gate, and their backwards, with f64 references.
 
-use super::{expect_len, groups_1d, Kernel, Family::Elementwise as F, R, RW, U};
+use super::{expect_len, groups_1d, Family::Elementwise as F, Kernel, R, RW, U};
 use crate::error::{KilnError, Result};
 use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
 use crate::tensor::Tensor;
@@ -22,15 +22,26 @@ pub const TANH_BACKWARD: Kernel = Kernel { entry: "tanh_backward", family: F, bi
 const GLU_PER_WG: usize = 256;
 
 pub const SILU_GATE: Kernel = Kernel { entry: "silu_gate_fused", family: F, bindings: &[R, R, RW] };
-pub const SILU_GATE_BACKWARD: Kernel =
-    Kernel { entry: "silu_gate_backward", family: F, bindings: &[R, R, R, RW, RW] };
+pub const SILU_GATE_BACKWARD: Kernel = Kernel { entry: "silu_gate_backward", family: F, bindings: &[R, R, R, RW, RW] };
 
 pub const BIAS_ACTIVATION: Kernel = Kernel { entry: "bias_activation", family: F, bindings: &[R, R, RW, RW, U] };
 
 pub const KERNELS: &[&Kernel] = &[
     &BIAS_ACTIVATION,
-    &ADD, &SUB, &MUL, &ADD_BACKWARD, &SUB_BACKWARD, &MUL_BACKWARD, &SILU, &RELU, &TANH,
-    &SILU_BACKWARD, &RELU_BACKWARD, &TANH_BACKWARD, &SILU_GATE, &SILU_GATE_BACKWARD,
+    &ADD,
+    &SUB,
+    &MUL,
+    &ADD_BACKWARD,
+    &SUB_BACKWARD,
+    &MUL_BACKWARD,
+    &SILU,
+    &RELU,
+    &TANH,
+    &SILU_BACKWARD,
+    &RELU_BACKWARD,
+    &TANH_BACKWARD,
+    &SILU_GATE,
+    &SILU_GATE_BACKWARD,
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,6 +52,7 @@ pub enum Binary {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum Activation {
     Relu,
@@ -51,11 +63,8 @@ pub enum Activation {
 /// out = a (op) b; b is either a's shape or a vector that broadcasts along a's rows.
 pub fn binary(gpu: &Gpu, op: Binary, a: &Tensor, b: &Tensor, out: &Tensor) -> Result<Op> {
     expect_len(out, a.len(), "binary output")?;
-    if b.len() == 0 || a.len() % b.len() != 0 {
-        return Err(KilnError::invalid(
-            b.name(),
-            format!("cannot broadcast {} elements over {}", b.len(), a.len()),
-        ));
+    if b.is_empty() || !a.len().is_multiple_of(b.len()) {
+        return Err(KilnError::invalid(b.name(), format!("cannot broadcast {} elements over {}", b.len(), a.len())));
     }
     let kernel = match op {
         Binary::Add => &ADD,
@@ -66,14 +75,7 @@ pub fn binary(gpu: &Gpu, op: Binary, a: &Tensor, b: &Tensor, out: &Tensor) -> Re
 }
 
 /// grad_a, grad_b of `a (op) b` for same-shape inputs (mul needs the forward inputs).
-pub fn binary_backward(
-    gpu: &Gpu,
-    op: Binary,
-    grad_out: &Tensor,
-    inputs: Option<(&Tensor, &Tensor)>,
-    grad_a: &Tensor,
-    grad_b: &Tensor,
-) -> Result<Op> {
+pub fn binary_backward(gpu: &Gpu, op: Binary, grad_out: &Tensor, inputs: Option<(&Tensor, &Tensor)>, grad_a: &Tensor, grad_b: &Tensor) -> Result<Op> {
     let n = grad_out.len();
     expect_len(grad_a, n, "grad_a")?;
     expect_len(grad_b, n, "grad_b")?;
@@ -113,7 +115,7 @@ struct BiasActParams {
 pub fn bias_activation(gpu: &Gpu, act: Activation, x: &Tensor, bias: &Tensor, z: &Tensor, h: &Tensor) -> Result<Op> {
     expect_len(z, x.len(), "bias_activation z")?;
     expect_len(h, x.len(), "bias_activation h")?;
-    if bias.len() == 0 || x.len() % bias.len() != 0 {
+    if bias.is_empty() || !x.len().is_multiple_of(bias.len()) {
         return Err(KilnError::invalid(bias.name(), format!("cannot broadcast {} elements over {}", bias.len(), x.len())));
     }
     let kind = match act {
@@ -144,14 +146,7 @@ pub fn silu_gate(gpu: &Gpu, up: &Tensor, gate: &Tensor, out: &Tensor) -> Result<
     gpu.op(&SILU_GATE, &[T(up), T(gate), T(out)], gpu.grid(up.len().div_ceil(GLU_PER_WG) as u32))
 }
 
-pub fn silu_gate_backward(
-    gpu: &Gpu,
-    up: &Tensor,
-    gate: &Tensor,
-    grad_out: &Tensor,
-    grad_up: &Tensor,
-    grad_gate: &Tensor,
-) -> Result<Op> {
+pub fn silu_gate_backward(gpu: &Gpu, up: &Tensor, gate: &Tensor, grad_out: &Tensor, grad_up: &Tensor, grad_gate: &Tensor) -> Result<Op> {
     for (t, what) in [(gate, "gate"), (grad_out, "grad_out"), (grad_up, "grad_up"), (grad_gate, "grad_gate")] {
         expect_len(t, up.len(), what)?;
     }

@@ -29,10 +29,9 @@ pub struct EmbParams {
 pub fn check_tokens(tokens: &[u32], vocab: usize) -> Result<()> {
     match tokens.iter().position(|&t| t as usize >= vocab) {
         None => Ok(()),
-        Some(i) => Err(KilnError::invalid(
-            "tokens",
-            format!("position {i} holds token {}, but the vocabulary has {vocab} entries (ids 0..{vocab})", tokens[i]),
-        )),
+        Some(i) => {
+            Err(KilnError::invalid("tokens", format!("position {i} holds token {}, but the vocabulary has {vocab} entries (ids 0..{vocab})", tokens[i])))
+        }
     }
 }
 
@@ -40,17 +39,11 @@ pub fn check_tokens(tokens: &[u32], vocab: usize) -> Result<()> {
 fn shape(tokens: &Tensor, rows: &Tensor, table: &Tensor) -> Result<EmbParams> {
     let n = tokens.len();
     if n == 0 || rows.is_empty() || !rows.len().is_multiple_of(n) {
-        return Err(KilnError::invalid(
-            rows.name(),
-            format!("{} elements are not {n} rows (one per token) of C channels", rows.len()),
-        ));
+        return Err(KilnError::invalid(rows.name(), format!("{} elements are not {n} rows (one per token) of C channels", rows.len())));
     }
     let c = rows.len() / n;
     if !table.len().is_multiple_of(c) {
-        return Err(KilnError::invalid(
-            table.name(),
-            format!("{} elements are not whole rows of C = {c} channels", table.len()),
-        ));
+        return Err(KilnError::invalid(table.name(), format!("{} elements are not whole rows of C = {c} channels", table.len())));
     }
     Ok(EmbParams { tokens: n as u32, vocab: (table.len() / c) as u32, channels: c as u32, _pad: 0 })
 }

@@ -8,12 +8,9 @@ use crate::error::{ensure, KilnError, Result};
 use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
 use crate::tensor::Tensor;
 
-pub const CROSS_ENTROPY_LOSS: Kernel =
-    Kernel { entry: "cross_entropy_loss", family: F, bindings: &[R, R, RW, RW, U] };
-pub const CROSS_ENTROPY_LOSS_SMALL: Kernel =
-    Kernel { entry: "cross_entropy_loss_small", family: F, bindings: &[R, R, RW, RW, U] };
-pub const CROSS_ENTROPY_BACKWARD: Kernel =
-    Kernel { entry: "cross_entropy_backward", family: F, bindings: &[R, R, R, RW, U] };
+pub const CROSS_ENTROPY_LOSS: Kernel = Kernel { entry: "cross_entropy_loss", family: F, bindings: &[R, R, RW, RW, U] };
+pub const CROSS_ENTROPY_LOSS_SMALL: Kernel = Kernel { entry: "cross_entropy_loss_small", family: F, bindings: &[R, R, RW, RW, U] };
+pub const CROSS_ENTROPY_BACKWARD: Kernel = Kernel { entry: "cross_entropy_backward", family: F, bindings: &[R, R, R, RW, U] };
 pub const MSE_LOSS: Kernel = Kernel { entry: "mse_loss", family: F, bindings: &[R, R, RW, U] };
 pub const MSE_LOSS_BACKWARD: Kernel = Kernel { entry: "mse_loss_backward", family: F, bindings: &[R, R, R, RW] };
 
@@ -34,10 +31,7 @@ struct CeParams {
 pub fn check_targets(targets: &[u32], vocab: usize) -> Result<()> {
     match targets.iter().position(|&t| t as usize >= vocab) {
         None => Ok(()),
-        Some(i) => Err(KilnError::invalid(
-            "targets",
-            format!("target at position {i} is {}, but classes are 0..{vocab}", targets[i]),
-        )),
+        Some(i) => Err(KilnError::invalid("targets", format!("target at position {i} is {}, but classes are 0..{vocab}", targets[i]))),
     }
 }
 
@@ -76,14 +70,7 @@ pub const SMALL_VOCAB: usize = 64;
 
 /// logits + targets → `loss` (1 element, the mean over rows) and `dlogits`, as two dispatches:
 /// the fused row kernel, then `sum_final` over the row losses with scale 1/N.
-pub fn cross_entropy(
-    gpu: &Gpu,
-    logits: &Tensor,
-    targets: &Tensor,
-    row_loss: &Tensor,
-    loss: &Tensor,
-    dlogits: &Tensor,
-) -> Result<Vec<Op>> {
+pub fn cross_entropy(gpu: &Gpu, logits: &Tensor, targets: &Tensor, row_loss: &Tensor, loss: &Tensor, dlogits: &Tensor) -> Result<Vec<Op>> {
     expect_scalar(loss, "loss")?;
     let rows = row_loss.len();
     let fused = cross_entropy_loss(gpu, logits, targets, row_loss, dlogits)?;
@@ -92,13 +79,7 @@ pub fn cross_entropy(
 }
 
 /// Gradient only: `dlogits = dloss[0] · (softmax − onehot)/N`, dloss a 1-element GPU buffer.
-pub fn cross_entropy_backward(
-    gpu: &Gpu,
-    logits: &Tensor,
-    targets: &Tensor,
-    dloss: &Tensor,
-    dlogits: &Tensor,
-) -> Result<Op> {
+pub fn cross_entropy_backward(gpu: &Gpu, logits: &Tensor, targets: &Tensor, dloss: &Tensor, dlogits: &Tensor) -> Result<Op> {
     let (rows, vocab) = ce_shape(logits, targets)?;
     expect_scalar(dloss, "dloss")?;
     expect_len(dlogits, logits.len(), "dlogits")?;
@@ -167,7 +148,11 @@ pub mod reference {
                     .enumerate()
                     .map(|(j, &x)| {
                         let onehot = if j == t as usize { 1.0 } else { 0.0 };
-                        if valid { dloss * ((x - m).exp() / s - onehot) / n } else { 0.0 }
+                        if valid {
+                            dloss * ((x - m).exp() / s - onehot) / n
+                        } else {
+                            0.0
+                        }
                     })
                     .collect::<Vec<_>>()
             })

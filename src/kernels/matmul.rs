@@ -24,7 +24,6 @@ pub const KERNELS: &[&Kernel] = &[&MATMUL, &MATMUL_128, &MATMUL_SMALL, &MATMUL_S
 /// k per workgroup-memory step of the 64-tile kernel; split chunks are multiples of it.
 const KT: usize = 16;
 
-
 const TRANS_A: u32 = 1;
 const TRANS_B: u32 = 2;
 const ACCUMULATE: u32 = 4;
@@ -229,7 +228,11 @@ pub fn plan(d: &MatmulDesc, allow_split: bool, small_max_k: usize) -> (usize, us
 
 /// The longest k `matmul_small` takes on this adapter.
 pub fn small_max_k(gpu: &Gpu) -> usize {
-    if gpu.on_cpu() { SMALL_MAX_K_CPU } else { SMALL_MAX_K_GPU }
+    if gpu.on_cpu() {
+        SMALL_MAX_K_CPU
+    } else {
+        SMALL_MAX_K_GPU
+    }
 }
 
 /// `KILN_MATMUL_TILE=64|128` natively forces one tile (and no split) for A/B measurements.
@@ -291,10 +294,7 @@ fn validate(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, d: &MatmulDesc) -> Re
     check_span(b, d.k * d.n, d.stride_b, d.batch, "b", "stride_b")?;
     check_span(c, d.m * d.n, d.stride_c, d.batch, "c", "stride_c")?;
     if d.batch > 1 && d.stride_c < d.m * d.n {
-        return Err(KilnError::invalid(
-            "stride_c",
-            format!("batches of C would overlap: stride {} < m*n = {}", d.stride_c, d.m * d.n),
-        ));
+        return Err(KilnError::invalid("stride_c", format!("batches of C would overlap: stride {} < m*n = {}", d.stride_c, d.m * d.n)));
     }
     let max_dim = gpu.limits().max_compute_workgroups_per_dimension as usize;
     if d.batch > max_dim {
@@ -310,7 +310,13 @@ fn product(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, d: &MatmulDesc, tile: 
     let tiles = if tile == SMALL { super::groups_1d(d.m * d.n) as usize } else { d.m.div_ceil(tile) * d.n.div_ceil(tile) };
     let [x, y, _] = gpu.grid(u32::try_from(tiles).map_err(|_| KilnError::invalid("m", "too many output tiles"))?);
     // The 128 tile skips its range checks when no tile or k step reaches past the matrix.
-    let aligned = tile == 128 && d.m % 128 == 0 && d.n % 128 == 0 && d.k % 8 == 0 && k_chunk % 8 == 0 && d.stride_a % 4 == 0 && d.stride_b % 4 == 0;
+    let aligned = tile == 128
+        && d.m.is_multiple_of(128)
+        && d.n.is_multiple_of(128)
+        && d.k.is_multiple_of(8)
+        && k_chunk.is_multiple_of(8)
+        && d.stride_a.is_multiple_of(4)
+        && d.stride_b.is_multiple_of(4);
     let flags = u32::from(d.trans_a) * TRANS_A + u32::from(d.trans_b) * TRANS_B + u32::from(d.accumulate) * ACCUMULATE + u32::from(aligned) * ALIGNED;
     let params = MatmulParams {
         m: d.m as u32,
@@ -344,18 +350,11 @@ fn check_span(t: &Tensor, size: usize, stride: usize, batch: usize, what: &str, 
     let span = (batch - 1) * stride + size;
     if stride == size {
         if t.len() != span {
-            let msg = format!(
-                "operand `{what}`: expected {span} elements ({batch} x {size}), found {} (shape {:?})",
-                t.len(),
-                t.shape()
-            );
+            let msg = format!("operand `{what}`: expected {span} elements ({batch} x {size}), found {} (shape {:?})", t.len(), t.shape());
             return Err(KilnError::invalid(t.name(), msg));
         }
     } else if t.len() < span {
-        let msg = format!(
-            "operand `{what}` with {stride_field} = {stride}: needs at least {span} elements, found {}",
-            t.len()
-        );
+        let msg = format!("operand `{what}` with {stride_field} = {stride}: needs at least {span} elements, found {}", t.len());
         return Err(KilnError::invalid(t.name(), msg));
     }
     if span > u32::MAX as usize {

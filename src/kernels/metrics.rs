@@ -49,7 +49,7 @@ pub fn record_metrics(gpu: &Gpu, b: &MetricsBuffers<'_>, tensors: usize, row: us
     expect_len(b.loss, 1, "loss")?;
     expect_len(b.norm_sq, 1, "norm_sq")?;
     let stride = 2 + tensors;
-    ensure(b.ring.len() % stride == 0 && row < b.ring.len() / stride, "row", || {
+    ensure(b.ring.len().is_multiple_of(stride) && row < b.ring.len() / stride, "row", || {
         format!("the ring holds {} rows of {stride}; row {row} is outside it", b.ring.len() / stride)
     })?;
     let params = MetricsParams { tensors: tensors as u32, row: row as u32, stride: stride as u32, pad: 0 };
@@ -70,7 +70,11 @@ pub mod reference {
                     dd += (weights[i] - prev[i]).powi(2);
                     ww += weights[i].powi(2);
                 }
-                if ww > 0.0 { (dd / ww).sqrt() } else { 0.0 }
+                if ww > 0.0 {
+                    (dd / ww).sqrt()
+                } else {
+                    0.0
+                }
             })
             .collect()
     }

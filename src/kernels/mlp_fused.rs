@@ -28,7 +28,11 @@ pub enum FusedRows {
 impl FusedRows {
     /// The kernel that is faster on this adapter.
     pub fn for_gpu(gpu: &Gpu) -> FusedRows {
-        if gpu.on_cpu() { FusedRows::PerRow } else { FusedRows::PerNeuron }
+        if gpu.on_cpu() {
+            FusedRows::PerRow
+        } else {
+            FusedRows::PerNeuron
+        }
     }
 
     /// Batch rows per workgroup (MF_ROWS, MFS_ROWS in the shaders); one partials slot each.
@@ -103,7 +107,7 @@ pub fn mlp_fused(
     }
     let (input, out) = (layers[0].fan_in, layers[layers.len() - 1].out);
     let rows = x.len() / input;
-    if rows == 0 || x.len() % input != 0 {
+    if rows == 0 || !x.len().is_multiple_of(input) {
         return Err(KilnError::invalid(x.name(), format!("inputs must be (rows, {input}), found {} elements", x.len())));
     }
     let (target_len, loss_scale, grad_scale) = match loss_kind {
@@ -143,7 +147,6 @@ pub fn mlp_fused(
     let reduce = gpu.op(&MLP_FUSED_REDUCE, &[T(&partials), T(grads), T(loss), Uni(&p)], gpu.grid(groups_1d(total + 1)))?;
     Ok(vec![per_row, reduce])
 }
-
 
 // ---------------------------------------------------------------- f64 reference
 

@@ -112,12 +112,39 @@ pub fn all_kernels() -> Vec<&'static Kernel> {
 
 /// The 33 entry points of the seed kernels, which the project keeps by name.
 pub const SEED_ENTRY_POINTS: &[&str] = &[
-    "rope", "rms_norm", "silu", "softmax", "add", "mul", "dequantize", "top_k", "add_backward",
-    "mul_backward", "silu_backward_real", "sgd_update", "adamw_update", "sub", "sub_backward",
-    "mse_loss", "mse_loss_backward", "relu", "relu_backward", "softmax_backward",
-    "affine_dequantize", "conv1d", "cross_entropy_loss", "cross_entropy_backward",
-    "gradient_norm_squared", "clip_grad_by_norm", "silu_gate_fused", "silu_gate_backward",
-    "rms_norm_residual", "gradient_accumulate", "gradient_scale", "fp32_to_fp16", "fp16_to_fp32",
+    "rope",
+    "rms_norm",
+    "silu",
+    "softmax",
+    "add",
+    "mul",
+    "dequantize",
+    "top_k",
+    "add_backward",
+    "mul_backward",
+    "silu_backward_real",
+    "sgd_update",
+    "adamw_update",
+    "sub",
+    "sub_backward",
+    "mse_loss",
+    "mse_loss_backward",
+    "relu",
+    "relu_backward",
+    "softmax_backward",
+    "affine_dequantize",
+    "conv1d",
+    "cross_entropy_loss",
+    "cross_entropy_backward",
+    "gradient_norm_squared",
+    "clip_grad_by_norm",
+    "silu_gate_fused",
+    "silu_gate_backward",
+    "rms_norm_residual",
+    "gradient_accumulate",
+    "gradient_scale",
+    "fp32_to_fp16",
+    "fp16_to_fp32",
 ];
 
 /// Workgroups for one thread per element of an `n`-element 1-D kernel (64 threads each).
@@ -130,10 +157,7 @@ pub fn expect_len(t: &Tensor, len: usize, what: &str) -> Result<()> {
     if t.len() == len {
         Ok(())
     } else {
-        Err(KilnError::invalid(
-            t.name(),
-            format!("{what}: expected {len} elements, found {} (shape {:?})", t.len(), t.shape()),
-        ))
+        Err(KilnError::invalid(t.name(), format!("{what}: expected {len} elements, found {} (shape {:?})", t.len(), t.shape())))
     }
 }
 

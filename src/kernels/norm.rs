@@ -11,12 +11,9 @@ use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
 use crate::tensor::Tensor;
 
 pub const RMS_NORM: Kernel = Kernel { entry: "rms_norm", family: F, bindings: &[R, R, RW, RW, U] };
-pub const RMS_NORM_RESIDUAL: Kernel =
-    Kernel { entry: "rms_norm_residual", family: F, bindings: &[R, R, R, RW, RW, RW, U] };
-pub const RMS_NORM_BACKWARD: Kernel =
-    Kernel { entry: "rms_norm_backward", family: F, bindings: &[R, R, R, R, RW, U] };
-pub const RMS_NORM_BACKWARD_WEIGHT: Kernel =
-    Kernel { entry: "rms_norm_backward_weight", family: F, bindings: &[R, R, R, RW, U] };
+pub const RMS_NORM_RESIDUAL: Kernel = Kernel { entry: "rms_norm_residual", family: F, bindings: &[R, R, R, RW, RW, RW, U] };
+pub const RMS_NORM_BACKWARD: Kernel = Kernel { entry: "rms_norm_backward", family: F, bindings: &[R, R, R, R, RW, U] };
+pub const RMS_NORM_BACKWARD_WEIGHT: Kernel = Kernel { entry: "rms_norm_backward_weight", family: F, bindings: &[R, R, R, RW, U] };
 
 pub const KERNELS: &[&Kernel] = &[&RMS_NORM, &RMS_NORM_RESIDUAL, &RMS_NORM_BACKWARD, &RMS_NORM_BACKWARD_WEIGHT];
 
@@ -37,10 +34,7 @@ pub struct NormParams {
 fn shape(x: &Tensor, weight: &Tensor) -> Result<(usize, usize)> {
     let c = weight.len();
     if c == 0 || !x.len().is_multiple_of(c) {
-        return Err(KilnError::invalid(
-            x.name(),
-            format!("{} elements are not whole rows of {c} channels (the weight's length)", x.len()),
-        ));
+        return Err(KilnError::invalid(x.name(), format!("{} elements are not whole rows of {c} channels (the weight's length)", x.len())));
     }
     Ok((c, x.len() / c))
 }
@@ -71,16 +65,7 @@ pub fn rms_norm(gpu: &Gpu, x: &Tensor, weight: &Tensor, out: &Tensor, rstd: &Ten
 /// sum = x + residual; out = rmsnorm(sum) * weight; saves rstd (rows). `sum` is the residual
 /// stream's next value; it must be a buffer distinct from x and residual.
 #[allow(clippy::too_many_arguments)] // one tensor per binding, as the kernel declares them
-pub fn rms_norm_residual(
-    gpu: &Gpu,
-    x: &Tensor,
-    residual: &Tensor,
-    weight: &Tensor,
-    sum: &Tensor,
-    out: &Tensor,
-    rstd: &Tensor,
-    eps: f32,
-) -> Result<Op> {
+pub fn rms_norm_residual(gpu: &Gpu, x: &Tensor, residual: &Tensor, weight: &Tensor, sum: &Tensor, out: &Tensor, rstd: &Tensor, eps: f32) -> Result<Op> {
     let (c, rows) = shape(x, weight)?;
     check_eps(eps)?;
     expect_len(residual, x.len(), "rms_norm_residual residual")?;
@@ -94,15 +79,7 @@ pub fn rms_norm_residual(
 
 /// dx of rms_norm from dout, the forward input x and its saved rstd. With `accumulate`,
 /// dx += result (the residual stream's gradient already holds the skip path); else dx = result.
-pub fn rms_norm_backward(
-    gpu: &Gpu,
-    dout: &Tensor,
-    x: &Tensor,
-    weight: &Tensor,
-    rstd: &Tensor,
-    dx: &Tensor,
-    accumulate: bool,
-) -> Result<Op> {
+pub fn rms_norm_backward(gpu: &Gpu, dout: &Tensor, x: &Tensor, weight: &Tensor, rstd: &Tensor, dx: &Tensor, accumulate: bool) -> Result<Op> {
     let (c, rows) = shape(x, weight)?;
     expect_len(dout, x.len(), "rms_norm_backward dout")?;
     expect_len(rstd, rows, "rms_norm_backward rstd (one per row)")?;

@@ -11,17 +11,14 @@ use crate::error::{ensure, Result};
 use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
 use crate::tensor::Tensor;
 
-pub const GRADIENT_NORM_SQUARED: Kernel =
-    Kernel { entry: "gradient_norm_squared", family: F, bindings: &[R, RW, U] };
+pub const GRADIENT_NORM_SQUARED: Kernel = Kernel { entry: "gradient_norm_squared", family: F, bindings: &[R, RW, U] };
 pub const CLIP_GRAD_BY_NORM: Kernel = Kernel { entry: "clip_grad_by_norm", family: F, bindings: &[RW, R, U] };
 pub const ADAMW_UPDATE: Kernel = Kernel { entry: "adamw_update", family: F, bindings: &[RW, R, RW, RW, R, U] };
 pub const SGD_UPDATE: Kernel = Kernel { entry: "sgd_update", family: F, bindings: &[RW, R, RW, R, U] };
 pub const GRADIENT_ACCUMULATE: Kernel = Kernel { entry: "gradient_accumulate", family: F, bindings: &[RW, R] };
 pub const GRADIENT_SCALE: Kernel = Kernel { entry: "gradient_scale", family: F, bindings: &[RW, U] };
 
-pub const KERNELS: &[&Kernel] = &[
-    &GRADIENT_NORM_SQUARED, &CLIP_GRAD_BY_NORM, &ADAMW_UPDATE, &SGD_UPDATE, &GRADIENT_ACCUMULATE, &GRADIENT_SCALE,
-];
+pub const KERNELS: &[&Kernel] = &[&GRADIENT_NORM_SQUARED, &CLIP_GRAD_BY_NORM, &ADAMW_UPDATE, &SGD_UPDATE, &GRADIENT_ACCUMULATE, &GRADIENT_SCALE];
 
 /// Mirrors `AdamParams` in optimizer.wgsl. PyTorch AdamW semantics; `t` is the step number
 /// (1 on the first update), `max_norm` 0 disables clipping.
@@ -203,9 +200,7 @@ pub fn sgd_update(
             b
         }
         None => {
-            ensure(params.momentum == 0.0, "momentum_buf", || {
-                format!("momentum {} needs a momentum buffer of {n} elements", params.momentum)
-            })?;
+            ensure(params.momentum == 0.0, "momentum_buf", || format!("momentum {} needs a momentum buffer of {n} elements", params.momentum))?;
             placeholder = gpu.tensor("sgd momentum placeholder", &[1])?;
             &placeholder
         }
@@ -240,7 +235,11 @@ pub mod reference {
 
     /// PyTorch clip_grad_norm_'s factor; 1 when max_norm is 0 (no clipping).
     pub fn clip_factor(norm_sq: f64, max_norm: f64) -> f64 {
-        if max_norm <= 0.0 { 1.0 } else { (max_norm / (norm_sq.sqrt() + 1e-6)).min(1.0) }
+        if max_norm <= 0.0 {
+            1.0
+        } else {
+            (max_norm / (norm_sq.sqrt() + 1e-6)).min(1.0)
+        }
     }
 
     pub fn clip(grad: &[f64], norm_sq: f64, max_norm: f64) -> Vec<f64> {
@@ -253,8 +252,7 @@ pub mod reference {
         if !norm_sq.is_finite() {
             return;
         }
-        let (lr, b1, b2, eps, wd, t) =
-            (p.lr as f64, p.beta1 as f64, p.beta2 as f64, p.eps as f64, p.weight_decay as f64, p.t as f64);
+        let (lr, b1, b2, eps, wd, t) = (p.lr as f64, p.beta1 as f64, p.beta2 as f64, p.eps as f64, p.weight_decay as f64, p.t as f64);
         let f = clip_factor(norm_sq, p.max_norm as f64);
         for i in 0..w.len() {
             let g = grad[i] * f;

@@ -5,7 +5,7 @@
 //! values 2 per word (element 2w is the low half). f32 tensors of the casts are handled as raw
 //! bit patterns (upload/read them as u32 words) so NaN payloads and subnormals survive exactly.
 
-use super::{expect_len, groups_1d, Kernel, Family::Quant as F, R, RW, U};
+use super::{expect_len, groups_1d, Family::Quant as F, Kernel, R, RW, U};
 use crate::error::{KilnError, Result};
 use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
 use crate::tensor::Tensor;
@@ -34,14 +34,7 @@ pub fn dequantize(gpu: &Gpu, packed: &Tensor, out: &Tensor) -> Result<Op> {
 /// out[i] = u8(i) * scales[i / group_size] + biases[i / group_size]. `out` has N elements,
 /// `packed` ceil(N/4) words, `scales` and `biases` ceil(N/group_size) each (the last group may
 /// be partial).
-pub fn affine_dequantize(
-    gpu: &Gpu,
-    packed: &Tensor,
-    scales: &Tensor,
-    biases: &Tensor,
-    group_size: usize,
-    out: &Tensor,
-) -> Result<Op> {
+pub fn affine_dequantize(gpu: &Gpu, packed: &Tensor, scales: &Tensor, biases: &Tensor, group_size: usize, out: &Tensor) -> Result<Op> {
     let n = out.len();
     if group_size == 0 || group_size > u32::MAX as usize {
         return Err(KilnError::invalid("group_size", format!("must be in 1..=2^32-1, got {group_size}")));

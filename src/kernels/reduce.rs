@@ -92,15 +92,10 @@ pub fn sum_partial(gpu: &Gpu, x: &Tensor, partials: &Tensor, offset: usize, squa
 
 /// Second level, one workgroup: `out[at.index] (+)= at.scale · Σ partials[0..count]`.
 pub fn sum_final(gpu: &Gpu, partials: &Tensor, count: usize, out: &Tensor, at: Final) -> Result<Op> {
-    ensure(count >= 1 && count <= partials.len(), partials.name(), || {
-        format!("sum_final count must be 1..={}, got {count}", partials.len())
-    })?;
-    ensure(at.index < out.len(), out.name(), || {
-        format!("sum_final index {} is past the {} elements", at.index, out.len())
-    })?;
+    ensure(count >= 1 && count <= partials.len(), partials.name(), || format!("sum_final count must be 1..={}, got {count}", partials.len()))?;
+    ensure(at.index < out.len(), out.name(), || format!("sum_final index {} is past the {} elements", at.index, out.len()))?;
     ensure(at.scale.is_finite(), "scale", || format!("must be finite, got {}", at.scale))?;
-    let params =
-        FinalParams { count: count as u32, index: at.index as u32, accumulate: at.accumulate.into(), scale: at.scale };
+    let params = FinalParams { count: count as u32, index: at.index as u32, accumulate: at.accumulate.into(), scale: at.scale };
     let p = gpu.uniform("sum_final params", &params);
     gpu.op(&SUM_FINAL, &[T(partials), T(out), Uni(&p)], [1, 1, 1])
 }
@@ -126,9 +121,7 @@ pub fn sum_squares(gpu: &Gpu, x: &Tensor, out: &Tensor, scale: f32) -> Result<Ve
 /// Bias backward: `db (+)= Σ_rows dy` for dy of shape (rows, C) and db of C elements.
 pub fn column_sum(gpu: &Gpu, dy: &Tensor, db: &Tensor, accumulate: bool) -> Result<Op> {
     let cols = db.len();
-    ensure(dy.len().is_multiple_of(cols), dy.name(), || {
-        format!("column_sum: {} elements are not rows of {cols} columns (db {:?})", dy.len(), db.shape())
-    })?;
+    ensure(dy.len().is_multiple_of(cols), dy.name(), || format!("column_sum: {} elements are not rows of {cols} columns (db {:?})", dy.len(), db.shape()))?;
     let params = ColumnParams { rows: (dy.len() / cols) as u32, cols: cols as u32, accumulate: accumulate.into(), pad: 0 };
     let p = gpu.uniform("column_sum params", &params);
     let blocks = cols.div_ceil(64) as u32;

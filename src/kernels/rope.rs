@@ -57,13 +57,7 @@ impl RopeConfig {
             return bad("theta", format!("must be finite and > 0, got {}", self.theta));
         }
         if !len.is_multiple_of(self.token_stride) || !(len / self.token_stride).is_multiple_of(self.seq_len) {
-            return bad(
-                buffer,
-                format!(
-                    "{len} floats are not whole sequences of seq_len {} tokens × token_stride {}",
-                    self.seq_len, self.token_stride
-                ),
-            );
+            return bad(buffer, format!("{len} floats are not whole sequences of seq_len {} tokens × token_stride {}", self.seq_len, self.token_stride));
         }
         Ok(len / self.token_stride)
     }

@@ -2,7 +2,7 @@
 //! ties to the lower index) and a seeded draw from softmax(top-k values / temperature), with
 //! f64 references and the same counter-based RNG in Rust.
 
-use super::{expect_len, groups_1d, Kernel, Family::Sampling as F, R, RW, U};
+use super::{expect_len, groups_1d, Family::Sampling as F, Kernel, R, RW, U};
 use crate::error::{KilnError, Result};
 use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
 use crate::tensor::Tensor;
@@ -46,10 +46,7 @@ fn check_k(k: usize, vocab: usize) -> Result<()> {
 fn check_temperature(t: f32) -> Result<()> {
     // Subnormal temperatures may be flushed to 0 on the GPU, turning weights into 0/0.
     if !(t == 0.0 || (t.is_finite() && t >= f32::MIN_POSITIVE)) {
-        return Err(KilnError::invalid(
-            "temperature",
-            format!("must be 0 (greedy) or a finite value >= {:e}, got {t}", f32::MIN_POSITIVE),
-        ));
+        return Err(KilnError::invalid("temperature", format!("must be 0 (greedy) or a finite value >= {:e}, got {t}", f32::MIN_POSITIVE)));
     }
     Ok(())
 }
@@ -59,10 +56,7 @@ fn check_temperature(t: f32) -> Result<()> {
 /// 1 <= k <= min(vocab, 256). One 256-thread workgroup per row.
 pub fn top_k(gpu: &Gpu, logits: &Tensor, vocab: usize, k: usize, indices: &Tensor, values: &Tensor) -> Result<Op> {
     if vocab == 0 || !logits.len().is_multiple_of(vocab) {
-        return Err(KilnError::invalid(
-            "vocab",
-            format!("must be >= 1 and divide the {} logits of `{}`, got {vocab}", logits.len(), logits.name()),
-        ));
+        return Err(KilnError::invalid("vocab", format!("must be >= 1 and divide the {} logits of `{}`, got {vocab}", logits.len(), logits.name())));
     }
     check_k(k, vocab)?;
     let rows = logits.len() / vocab;
@@ -94,15 +88,7 @@ impl Sampler {
 /// Draws one token per row from softmax(values / temperature) over the row's k picks
 /// (`indices`, `values`: (rows, k) as written by [`top_k`]); writes `tokens` (rows) as u32.
 /// The draw is `reference::draw(seed, row)`; temperature 0 is greedy (pick 0).
-pub fn top_k_sample(
-    gpu: &Gpu,
-    indices: &Tensor,
-    values: &Tensor,
-    k: usize,
-    temperature: f32,
-    seed: u32,
-    tokens: &Tensor,
-) -> Result<Sampler> {
+pub fn top_k_sample(gpu: &Gpu, indices: &Tensor, values: &Tensor, k: usize, temperature: f32, seed: u32, tokens: &Tensor) -> Result<Sampler> {
     check_k(k, MAX_K)?;
     check_temperature(temperature)?;
     let rows = tokens.len();

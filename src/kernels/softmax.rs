@@ -32,10 +32,7 @@ pub struct SoftmaxParams {
 
 fn params(x: &Tensor, len: usize, mask: Mask) -> Result<SoftmaxParams> {
     if len == 0 || !x.len().is_multiple_of(len) {
-        return Err(KilnError::invalid(
-            x.name(),
-            format!("{} elements are not whole rows of len {len}", x.len()),
-        ));
+        return Err(KilnError::invalid(x.name(), format!("{} elements are not whole rows of len {len}", x.len())));
     }
     let (causal, seq_len) = match mask {
         Mask::None => (0, 1),
@@ -54,14 +51,7 @@ pub fn softmax(gpu: &Gpu, x: &Tensor, out: &Tensor, len: usize, mask: Mask) -> R
 }
 
 /// grad_in = y * (grad_out - Σ y·grad_out) per row, from the forward output y (same mask).
-pub fn softmax_backward(
-    gpu: &Gpu,
-    grad_out: &Tensor,
-    y: &Tensor,
-    grad_in: &Tensor,
-    len: usize,
-    mask: Mask,
-) -> Result<Op> {
+pub fn softmax_backward(gpu: &Gpu, grad_out: &Tensor, y: &Tensor, grad_in: &Tensor, len: usize, mask: Mask) -> Result<Op> {
     let p = params(y, len, mask)?;
     expect_len(grad_out, y.len(), "softmax_backward grad_out")?;
     expect_len(grad_in, y.len(), "softmax_backward grad_in")?;

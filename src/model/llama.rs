@@ -5,24 +5,31 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{ensure, Result};
+use crate::error::{ensure, shown, Result};
 use crate::kernels::attention::MAX_HEAD_DIM;
 use crate::model::params::{Init, ParamSpec};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(deny_unknown_fields)]
 pub struct LlamaConfig {
+    /// Token vocabulary: at least the distinct characters of the text.
     pub vocab: usize,
     pub d_model: usize,
+    /// Must divide d_model; d_model / heads must be even.
     pub heads: usize,
     pub layers: usize,
     /// Tokens per sequence (the attention window).
     pub context: usize,
     /// Width of the SwiGLU hidden layer.
     pub hidden: usize,
+    /// RoPE base, default 10000.
     #[serde(default = "default_theta")]
+    #[cfg_attr(test, ts(as = "Option<_>", optional))]
     pub rope_theta: f32,
+    /// RMSNorm epsilon, default 1e-5.
     #[serde(default = "default_eps")]
+    #[cfg_attr(test, ts(as = "Option<_>", optional))]
     pub norm_eps: f32,
 }
 
@@ -40,24 +47,20 @@ pub const MAX_VOCAB: usize = 65_536;
 
 impl LlamaConfig {
     pub fn validate(&self) -> Result<()> {
-        let within = |v: usize, lo: usize, hi: usize, field: &str| {
-            ensure((lo..=hi).contains(&v), field, || format!("must be {lo}..={hi}, got {v}"))
-        };
-        within(self.vocab, 2, MAX_VOCAB, "llama.vocab")?;
-        within(self.d_model, 2, MAX_D_MODEL, "llama.d_model")?;
-        within(self.heads, 1, self.d_model, "llama.heads")?;
-        within(self.layers, 1, MAX_LAYERS, "llama.layers")?;
-        within(self.context, 1, MAX_CONTEXT, "llama.context")?;
-        within(self.hidden, 1, 4 * MAX_D_MODEL, "llama.hidden")?;
-        ensure(self.d_model % self.heads == 0, "llama.heads", || {
-            format!("must divide d_model ({}) evenly, got {}", self.d_model, self.heads)
-        })?;
+        let within = |v: usize, lo: usize, hi: usize, field: &str| ensure((lo..=hi).contains(&v), field, || format!("must be {lo}..={hi}, got {v}"));
+        within(self.vocab, 2, MAX_VOCAB, "model.llama.vocab")?;
+        within(self.d_model, 2, MAX_D_MODEL, "model.llama.d_model")?;
+        within(self.heads, 1, self.d_model, "model.llama.heads")?;
+        within(self.layers, 1, MAX_LAYERS, "model.llama.layers")?;
+        within(self.context, 1, MAX_CONTEXT, "model.llama.context")?;
+        within(self.hidden, 1, 4 * MAX_D_MODEL, "model.llama.hidden")?;
+        ensure(self.d_model.is_multiple_of(self.heads), "model.llama.heads", || format!("must divide d_model ({}) evenly, got {}", self.d_model, self.heads))?;
         let hd = self.head_dim();
-        ensure(hd % 2 == 0 && hd <= MAX_HEAD_DIM, "llama.heads", || {
+        ensure(hd.is_multiple_of(2) && hd <= MAX_HEAD_DIM, "model.llama.heads", || {
             format!("d_model/heads = {hd} must be even and at most {MAX_HEAD_DIM} (RoPE rotates pairs)")
         })?;
-        ensure(self.rope_theta.is_finite() && self.rope_theta > 1.0, "llama.rope_theta", || format!("must be > 1, got {}", self.rope_theta))?;
-        ensure(self.norm_eps.is_finite() && self.norm_eps > 0.0, "llama.norm_eps", || format!("must be > 0, got {}", self.norm_eps))
+        ensure(self.rope_theta.is_finite() && self.rope_theta > 1.0, "model.llama.rope_theta", || format!("must be > 1, got {}", shown(self.rope_theta)))?;
+        ensure(self.norm_eps.is_finite() && self.norm_eps > 0.0, "model.llama.norm_eps", || format!("must be > 0, got {}", shown(self.norm_eps)))
     }
 
     pub fn head_dim(&self) -> usize {

@@ -37,14 +37,21 @@ struct BlockActs {
     g: Tensor,
 }
 
-
 /// Y = X·Wᵀ: one dispatch, or a split-K pair for (tokens, small) outputs with a long k.
 fn linear(gpu: &Gpu, x: &Tensor, w: &Tensor, y: &Tensor, rows: usize, out: usize, inp: usize) -> Result<Vec<Op>> {
     matmul_ops(gpu, x, w, y, MatmulDesc::new(rows, out, inp).trans_b())
 }
 
 /// dW (out, in) += dyᵀ·x and dx (rows, in) = dy·W (or += when `acc`).
-fn linear_backward(gpu: &Gpu, p: &ParamStore, name: &str, x: &Tensor, dy: &Tensor, dx: Option<(&Tensor, bool)>, dims: (usize, usize, usize)) -> Result<Vec<Op>> {
+fn linear_backward(
+    gpu: &Gpu,
+    p: &ParamStore,
+    name: &str,
+    x: &Tensor,
+    dy: &Tensor,
+    dx: Option<(&Tensor, bool)>,
+    dims: (usize, usize, usize),
+) -> Result<Vec<Op>> {
     let (rows, out, inp) = dims;
     // dW has few output tiles and k = rows: matmul_ops splits it along k when that helps.
     let mut ops = matmul_ops(gpu, dy, x, &p.grad(name), MatmulDesc::new(out, inp, rows).trans_a().accumulate())?;

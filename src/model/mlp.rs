@@ -18,11 +18,14 @@ use crate::model::Net;
 use crate::tensor::Tensor;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(deny_unknown_fields)]
 pub struct MlpConfig {
+    /// 2 for the classification tasks, 1 for the regression tasks.
     pub input_dim: usize,
     /// Widths of the hidden layers, e.g. [16, 16].
     pub hidden: Vec<usize>,
+    /// Classes (2; 2..=10 for your own points) or 1 for regression.
     pub output_dim: usize,
     pub activation: Activation,
 }
@@ -33,11 +36,11 @@ pub const MAX_LAYERS: usize = 16;
 
 impl MlpConfig {
     pub fn validate(&self) -> Result<()> {
-        ensure(self.input_dim >= 1 && self.input_dim <= MAX_WIDTH, "mlp.input_dim", || format!("must be 1..={MAX_WIDTH}, got {}", self.input_dim))?;
-        ensure(self.output_dim >= 1 && self.output_dim <= MAX_WIDTH, "mlp.output_dim", || format!("must be 1..={MAX_WIDTH}, got {}", self.output_dim))?;
-        ensure(self.hidden.len() < MAX_LAYERS, "mlp.hidden", || format!("at most {} hidden layers, got {}", MAX_LAYERS - 1, self.hidden.len()))?;
+        ensure(self.input_dim >= 1 && self.input_dim <= MAX_WIDTH, "model.mlp.input_dim", || format!("must be 1..={MAX_WIDTH}, got {}", self.input_dim))?;
+        ensure(self.output_dim >= 1 && self.output_dim <= MAX_WIDTH, "model.mlp.output_dim", || format!("must be 1..={MAX_WIDTH}, got {}", self.output_dim))?;
+        ensure(self.hidden.len() < MAX_LAYERS, "model.mlp.hidden", || format!("at most {} hidden layers, got {}", MAX_LAYERS - 1, self.hidden.len()))?;
         for (i, &w) in self.hidden.iter().enumerate() {
-            ensure(w >= 1 && w <= MAX_WIDTH, &format!("mlp.hidden[{i}]"), || format!("width must be 1..={MAX_WIDTH}, got {w}"))?;
+            ensure((1..=MAX_WIDTH).contains(&w), &format!("model.mlp.hidden[{i}]"), || format!("width must be 1..={MAX_WIDTH}, got {w}"))?;
         }
         Ok(())
     }
@@ -74,7 +77,12 @@ impl MlpConfig {
             .layer_dims()
             .into_iter()
             .enumerate()
-            .map(|(l, (fan_in, out))| FusedLayer { w: params.entry(&format!("layer{l}.weight")).offset, b: params.entry(&format!("layer{l}.bias")).offset, fan_in, out })
+            .map(|(l, (fan_in, out))| FusedLayer {
+                w: params.entry(&format!("layer{l}.weight")).offset,
+                b: params.entry(&format!("layer{l}.bias")).offset,
+                fan_in,
+                out,
+            })
             .collect();
         let kind = if regression { FusedLoss::Mse } else { FusedLoss::CrossEntropy };
         mlp_fused(gpu, FusedRows::for_gpu(gpu), &layers, self.activation, kind, &params.weights, input, targets, &params.grads, loss)
@@ -123,26 +131,14 @@ impl MlpConfig {
 }
 
 /// dW_l += dz_lᵀ·h_{l-1}, db_l += Σ_rows dz_l, dh_{l-1} = dz_l·W_l, dz_{l-1} = dh_{l-1}·act'(z_{l-1}).
-fn backward_ops(
-    gpu: &Gpu,
-    cfg: &MlpConfig,
-    params: &ParamStore,
-    input: &Tensor,
-    acts: &[LayerActs],
-    d_output: &Tensor,
-    batch: usize,
-) -> Result<Vec<Op>> {
+fn backward_ops(gpu: &Gpu, cfg: &MlpConfig, params: &ParamStore, input: &Tensor, acts: &[LayerActs], d_output: &Tensor, batch: usize) -> Result<Vec<Op>> {
     let dims = cfg.layer_dims();
     let mut ops = vec![];
     let mut dz = d_output.clone();
     for l in (0..dims.len()).rev() {
         let (fan_in, out) = dims[l];
         let prev = if l == 0 { input } else { acts[l - 1].h.as_ref().expect("hidden") };
-        let (w, dw, db) = (
-            params.weight(&format!("layer{l}.weight")),
-            params.grad(&format!("layer{l}.weight")),
-            params.grad(&format!("layer{l}.bias")),
-        );
+        let (w, dw, db) = (params.weight(&format!("layer{l}.weight")), params.grad(&format!("layer{l}.weight")), params.grad(&format!("layer{l}.bias")));
         ops.extend(matmul_ops(gpu, &dz, prev, &dw, MatmulDesc::new(out, fan_in, batch).trans_a().accumulate())?);
         ops.push(column_sum(gpu, &dz, &db, true)?);
         if l > 0 {

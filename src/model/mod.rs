@@ -26,6 +26,7 @@ pub struct Net {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum ModelConfig {
     Mlp(mlp::MlpConfig),

@@ -130,8 +130,7 @@ impl ParamStore {
     /// may be None when empty.
     pub fn ranges(&self, flat: &Tensor) -> [Option<Tensor>; 2] {
         let first = (self.decay_end > 0).then(|| flat.view("decayed", 0, vec![self.decay_end]));
-        let rest = (self.total > self.decay_end)
-            .then(|| flat.view("not decayed", self.decay_end, vec![self.total - self.decay_end]));
+        let rest = (self.total > self.decay_end).then(|| flat.view("not decayed", self.decay_end, vec![self.total - self.decay_end]));
         [first, rest]
     }
 }

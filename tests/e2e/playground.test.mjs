@@ -136,6 +136,9 @@ async function main() {
       assert((await page.textContent('#text-excerpt')).startsWith('the quick brown fox'), 'the excerpt shows the pasted text');
       assert((await page.textContent('#text-excerpt')).includes('<img src=x onerror='), 'the markup shows as text');
       assert((await page.$$('img')).length === 0 && (await page.evaluate(() => window.pwned)) === undefined, 'pasted markup never became HTML');
+      // "And God said" has characters this text lacks: the prompt becomes the text's start.
+      const prompt = (await summary(page)).prompt;
+      assert(prompt === 'the quick brown ', `the prompt is the start of the text: ${JSON.stringify(prompt)}`);
       await page.check('input[name="model-kind"][value="mlp"]');
       await until(page, () => window.kilnPage.summary().info?.model === 'mlp', null, 'back to an MLP', 60_000);
       await page.selectOption('#pt-task', 'custom');
@@ -150,6 +153,36 @@ async function main() {
       await page.setInputFiles('#csv-file', { name: 'points.csv', mimeType: 'text/csv', buffer: Buffer.from('x,y,label\n' + rows.join('\n')) });
       await until(page, () => window.kilnPage.summary().info?.config?.model?.mlp?.output_dim === 3, null, 'a 3-class run on the CSV', 60_000);
       await page.screenshot({ path: path.join(OUT, 'own-points.png') });
+    });
+
+    await test('every preset builds, trains, and opens from its share link with the same config', page, async () => {
+      const names = (await page.$$eval('#preset option', (os) => os.map((o) => o.value))).filter(Boolean);
+      assert(names.length >= 10 && names.includes('llama-reverse') && names.includes('llama-addition'), `presets: ${names}`);
+      for (const name of names) {
+        const runs = (await summary(page)).runs;
+        await page.selectOption('#preset', name);
+        await until(page, (n) => window.kilnPage.summary().runs > n && !!window.kilnPage.summary().info, runs, `the ${name} run`, 120_000);
+        let s = await summary(page);
+        assert(s.error === null, `${name}: ${s.error}`);
+        if (name !== 'llama-small') {
+          // llama-small takes tens of seconds a step on SwiftShader: it is built, not stepped.
+          await page.click('#step');
+          await until(page, () => window.kilnPage.summary().step >= 1, null, `a ${name} step`, 120_000);
+        }
+        if (s.info.model === 'llama') {
+          assert(s.cpuNotice === null || /CPU/.test(s.cpuNotice), `${name}: ${s.cpuNotice}`);
+          if (s.info.task !== 'text') assert(/[>=]$/.test(s.prompt), `${name}: the prompt fits the task (${s.prompt})`);
+        }
+        const url = await page.inputValue('#share-url');
+        const p2 = await newPage(browser, { errors });
+        await p2.goto(url);
+        await until(p2, () => !!window.kilnPage?.summary().info, null, `${name} from its link`, 120_000);
+        s = await summary(page);
+        const opened = await summary(p2);
+        assert(JSON.stringify(opened.info.config) === JSON.stringify(s.info.config), `${name}: the link opens ${JSON.stringify(opened.info.config).slice(0, 200)}`);
+        assert(opened.linkError === null, `${name}: ${opened.linkError}`);
+        await p2.context().close();
+      }
     });
 
     await test('without WebGPU the page explains what is needed', null, async () => {

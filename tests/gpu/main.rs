@@ -71,7 +71,7 @@ async fn mismatches_are_typed(gpu: &Gpu) {
     let y = gpu.tensor("y", &[9]).unwrap();
     let err = activation(gpu, Activation::Relu, &x, &y).err().expect("length mismatch must fail");
     assert!(err.to_string().contains("`y`"), "error should name the tensor: {err}");
-    let err = gpu.write(&x, &[1.0f32; 3]).err().expect("short write must fail");
+    let err = gpu.write(&x, &[1.0f32; 3]).expect_err("short write must fail");
     assert!(err.to_string().contains("expected 8 elements"), "{err}");
 }
 gpu_test!(mismatched_lengths_are_typed_errors, mismatches_are_typed);

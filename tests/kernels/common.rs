@@ -92,17 +92,8 @@ pub fn assert_close(label: &str, got: &[f32], want: &[f64], atol: f64, rtol: f64
         .collect();
     if !bad.is_empty() {
         bad.sort_by(|a, b| b.1.total_cmp(&a.1));
-        let worst: Vec<String> = bad
-            .iter()
-            .take(5)
-            .map(|&(i, e)| format!("  [{i}] got {} want {} (err {e:.3e})", got[i], want[i]))
-            .collect();
-        panic!(
-            "{label}: {} of {} elements outside atol {atol:e} + rtol {rtol:e}·|ref|; worst:\n{}",
-            bad.len(),
-            got.len(),
-            worst.join("\n")
-        );
+        let worst: Vec<String> = bad.iter().take(5).map(|&(i, e)| format!("  [{i}] got {} want {} (err {e:.3e})", got[i], want[i])).collect();
+        panic!("{label}: {} of {} elements outside atol {atol:e} + rtol {rtol:e}·|ref|; worst:\n{}", bad.len(), got.len(), worst.join("\n"));
     }
 }
 

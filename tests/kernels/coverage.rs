@@ -52,18 +52,29 @@ fn every_kernel_has_a_gpu_vs_reference_check() {
             )*};
         }
         family!(
-            elementwise::run, elementwise::huge_silu, matmul::run, matmul::two_d_grid, norm::run,
-            softmax::run, loss::run, reduce::run, optimizer::run, rope::run, rope::decode_positions,
-            attention::run, attention::two_d_grid, embedding::run, quant::run, conv::conv1d,
-            sampling::top_k, sampling::sampling_statistics, metrics::run, mlp_fused::run,
+            elementwise::run,
+            elementwise::huge_silu,
+            matmul::run,
+            matmul::two_d_grid,
+            norm::run,
+            softmax::run,
+            loss::run,
+            reduce::run,
+            optimizer::run,
+            rope::run,
+            rope::decode_positions,
+            attention::run,
+            attention::two_d_grid,
+            embedding::run,
+            quant::run,
+            conv::conv1d,
+            sampling::top_k,
+            sampling::sampling_statistics,
+            metrics::run,
+            mlp_fused::run,
         );
         let unchecked: Vec<&str> = all_kernels().iter().map(|k| k.entry).filter(|e| !all.entries.contains(e)).collect();
         assert!(unchecked.is_empty(), "kernels without a GPU-vs-reference check: {unchecked:?}");
-        println!(
-            "coverage: {} kernels ({} seed entry points) verified by {} checks",
-            all.entries.len(),
-            SEED_ENTRY_POINTS.len(),
-            all.count
-        );
+        println!("coverage: {} kernels ({} seed entry points) verified by {} checks", all.entries.len(), SEED_ENTRY_POINTS.len(), all.count);
     });
 }

@@ -46,11 +46,8 @@ async fn binaries(gpu: &Gpu, c: &mut Checks) {
 
 async fn activations(gpu: &Gpu, c: &mut Checks) {
     let mut rng = Rng::new(2);
-    let acts = [
-        (Activation::Relu, "relu", "relu_backward"),
-        (Activation::Silu, "silu", "silu_backward_real"),
-        (Activation::Tanh, "tanh_forward", "tanh_backward"),
-    ];
+    let acts =
+        [(Activation::Relu, "relu", "relu_backward"), (Activation::Silu, "silu", "silu_backward_real"), (Activation::Tanh, "tanh_forward", "tanh_backward")];
     for &(n, grid) in SIZES_1D {
         gpu.set_grid_limit(grid);
         for (act, fwd, bwd) in acts {
@@ -58,11 +55,7 @@ async fn activations(gpu: &Gpu, c: &mut Checks) {
             let (x, x64) = random_tensor(gpu, &mut rng, "x", &[n], -60.0, 60.0);
             let (g, g64) = random_tensor(gpu, &mut rng, "g", &[n], -1.0, 1.0);
             let (out, gin) = (gpu.tensor("out", &[n]).unwrap(), gpu.tensor("gin", &[n]).unwrap());
-            gpu.run(&[
-                &ew::activation(gpu, act, &x, &out).unwrap(),
-                &ew::activation_backward(gpu, act, &g, &x, &gin).unwrap(),
-            ])
-            .unwrap();
+            gpu.run(&[&ew::activation(gpu, act, &x, &out).unwrap(), &ew::activation_backward(gpu, act, &g, &x, &gin).unwrap()]).unwrap();
             c.close(fwd, &format!("n={n}"), &read(gpu, &out).await, &reference::activation(act, &x64), ATOL, RTOL);
             let want = reference::activation_backward(act, &g64, &x64);
             c.close(bwd, &format!("n={n}"), &read(gpu, &gin).await, &want, ATOL, RTOL);
@@ -98,11 +91,7 @@ async fn silu_gate(gpu: &Gpu, c: &mut Checks) {
         let (g, g64) = random_tensor(gpu, &mut rng, "g", &[n], -1.0, 1.0);
         let out = gpu.tensor("out", &[n]).unwrap();
         let (gu, gg) = (gpu.tensor("gu", &[n]).unwrap(), gpu.tensor("gg", &[n]).unwrap());
-        gpu.run(&[
-            &ew::silu_gate(gpu, &up, &gate, &out).unwrap(),
-            &ew::silu_gate_backward(gpu, &up, &gate, &g, &gu, &gg).unwrap(),
-        ])
-        .unwrap();
+        gpu.run(&[&ew::silu_gate(gpu, &up, &gate, &out).unwrap(), &ew::silu_gate_backward(gpu, &up, &gate, &g, &gu, &gg).unwrap()]).unwrap();
         let want = reference::silu_gate(&up64, &gate64);
         c.close("silu_gate_fused", &format!("n={n}"), &read(gpu, &out).await, &want, ATOL, RTOL);
         let (want_u, want_g) = reference::silu_gate_backward(&up64, &gate64, &g64);

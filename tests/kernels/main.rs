@@ -6,20 +6,20 @@ wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
 #[macro_use]
 mod common;
-mod elementwise;
-mod matmul;
-mod norm;
-mod softmax;
-mod loss;
-mod reduce;
-mod optimizer;
-mod rope;
 mod attention;
-mod embedding;
-mod quant;
 mod conv;
-mod sampling;
-mod metrics;
-mod mlp_fused;
 #[cfg(not(target_arch = "wasm32"))]
 mod coverage;
+mod elementwise;
+mod embedding;
+mod loss;
+mod matmul;
+mod metrics;
+mod mlp_fused;
+mod norm;
+mod optimizer;
+mod quant;
+mod reduce;
+mod rope;
+mod sampling;
+mod softmax;

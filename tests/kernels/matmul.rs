@@ -127,8 +127,7 @@ async fn linear_backward(gpu: &Gpu, c: &mut Checks) {
     let dx = gpu.tensor("dx", &[m, k]).unwrap();
     let dx_desc = MatmulDesc::new(m, k, n);
     let dw_desc = MatmulDesc::new(n, k, m).trans_a().accumulate();
-    gpu.run(&[&mm::matmul(gpu, &dy, &w, &dx, dx_desc).unwrap(), &mm::matmul(gpu, &dy, &x, &dw, dw_desc).unwrap()])
-        .unwrap();
+    gpu.run(&[&mm::matmul(gpu, &dy, &w, &dx, dx_desc).unwrap(), &mm::matmul(gpu, &dy, &x, &dw, dw_desc).unwrap()]).unwrap();
     let want_dx = reference::matmul(&dx_desc, &dy64, &w64, &vec![0.0; m * k]);
     let want_dw = reference::matmul(&dw_desc, &dy64, &x64, &dw64);
     c.close("matmul", "linear dX = dY·W", &read(gpu, &dx).await, &want_dx, atol(n), RTOL);

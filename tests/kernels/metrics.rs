@@ -10,8 +10,7 @@ use crate::common::*;
 pub async fn run(gpu: &Gpu, c: &mut Checks) {
     let mut rng = Rng::new(41);
     // (tensor lengths, ring slots, row written, grid limit)
-    let cases: [(&[usize], usize, usize, u32); 3] =
-        [(&[3], 2, 1, 65_535), (&[300, 1, 4097, 64], 4, 3, 65_535), (&[5; 9], 3, 0, 2)];
+    let cases: [(&[usize], usize, usize, u32); 3] = [(&[3], 2, 1, 65_535), (&[300, 1, 4097, 64], 4, 3, 65_535), (&[5; 9], 3, 0, 2)];
     for (lens, slots, row, grid) in cases {
         gpu.set_grid_limit(grid);
         let mut table = vec![];

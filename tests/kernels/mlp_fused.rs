@@ -97,7 +97,9 @@ pub async fn run(gpu: &Gpu, c: &mut Checks) {
 async fn rejects_unfit(gpu: &Gpu, _c: &mut Checks) {
     let (layers, total) = layout(&[2, 33, 2]);
     let t = |n: usize| gpu.tensor("t", &[n]).unwrap();
-    let err = mf::mlp_fused(gpu, mf::FusedRows::PerNeuron, &layers, Activation::Relu, FusedLoss::CrossEntropy, &t(total), &t(4), &t(2), &t(total), &t(1)).err().unwrap();
+    let err = mf::mlp_fused(gpu, mf::FusedRows::PerNeuron, &layers, Activation::Relu, FusedLoss::CrossEntropy, &t(total), &t(4), &t(2), &t(total), &t(1))
+        .err()
+        .unwrap();
     assert!(err.to_string().contains("width ≤ 32"), "{err}");
 }
 
@@ -120,7 +122,9 @@ fn mlp_fused_reference_gradients_match_finite_differences() {
                 plus[p] += h;
                 let mut minus = w.clone();
                 minus[p] -= h;
-                let numeric = (reference::loss_and_grads(&layers, act, kind, &plus, &x, &targets).0 - reference::loss_and_grads(&layers, act, kind, &minus, &x, &targets).0) / (2.0 * h);
+                let numeric = (reference::loss_and_grads(&layers, act, kind, &plus, &x, &targets).0
+                    - reference::loss_and_grads(&layers, act, kind, &minus, &x, &targets).0)
+                    / (2.0 * h);
                 assert!((numeric - g[p]).abs() < 1e-6, "{kind:?} {act:?} param {p}: numeric {numeric}, analytic {}", g[p]);
             }
         }

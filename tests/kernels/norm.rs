@@ -21,8 +21,7 @@ const BWD_RTOL: f64 = 1e-4;
 /// rows on a 2-D grid (37 rows with a limit of 5; dweight's 7 channel blocks too), C > 256·3,
 /// and batches long enough that dweight is summed in row chunks (4 chunks, the last one
 /// short; 2 chunks on a 2-D grid of channel blocks).
-const SHAPES: &[(usize, usize, u32)] =
-    &[(4, 64, 65_535), (7, 300, 65_535), (37, 200, 5), (9, 1_000, 3), (1_030, 40, 65_535), (600, 300, 3)];
+const SHAPES: &[(usize, usize, u32)] = &[(4, 64, 65_535), (7, 300, 65_535), (37, 200, 5), (9, 1_000, 3), (1_030, 40, 65_535), (600, 300, 3)];
 
 async fn forward(gpu: &Gpu, c: &mut Checks) {
     let mut rng = Rng::new(11);
@@ -73,11 +72,7 @@ async fn backward(gpu: &Gpu, c: &mut Checks) {
             let bw = norm::rms_norm_backward(gpu, &g, &x, &w, &rstd, &dx, accumulate).unwrap();
             let bw_w = norm::rms_norm_backward_weight(gpu, &g, &x, &rstd, &dw).unwrap();
             gpu.run(&std::iter::once(&bw).chain(&bw_w).collect::<Vec<_>>()).unwrap();
-            let want: Vec<f64> = if accumulate {
-                want_dx.iter().zip(&dx0).map(|(a, b)| a + b).collect()
-            } else {
-                want_dx.clone()
-            };
+            let want: Vec<f64> = if accumulate { want_dx.iter().zip(&dx0).map(|(a, b)| a + b).collect() } else { want_dx.clone() };
             c.close("rms_norm_backward", &label, &read(gpu, &dx).await, &want, BWD_ATOL, BWD_RTOL);
             // dweight always accumulates.
             let want: Vec<f64> = want_dw.iter().zip(&dw0).map(|(a, b)| a + b).collect();

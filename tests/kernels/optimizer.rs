@@ -28,8 +28,7 @@ async fn norm_and_clip(gpu: &Gpu, c: &mut Checks) {
     let mut rng = Rng::new(31);
     for &(sizes, grid) in NORM_CASES {
         gpu.set_grid_limit(grid);
-        let grads: Vec<(Tensor, Vec<f64>)> =
-            sizes.iter().map(|&n| random_tensor(gpu, &mut rng, "g", &[n], -1.0, 1.0)).collect();
+        let grads: Vec<(Tensor, Vec<f64>)> = sizes.iter().map(|&n| random_tensor(gpu, &mut rng, "g", &[n], -1.0, 1.0)).collect();
         let tensors: Vec<&Tensor> = grads.iter().map(|(t, _)| t).collect();
         let partials = gpu.tensor("partials", &[opt::norm_partials_len(&tensors)]).unwrap();
         let norm_sq = gpu.tensor("norm_sq", &[1]).unwrap();
@@ -197,8 +196,7 @@ async fn accumulate_and_scale(gpu: &Gpu, c: &mut Checks) {
         gpu.run(&[&acc]).unwrap();
         let sum: Vec<f64> = g64.iter().zip(&new64).map(|(a, b)| a + b).collect();
         c.close("gradient_accumulate", &format!("n={n}"), &read(gpu, &grad).await, &sum, 1e-7, 1e-6);
-        gpu.run(&[&opt::gradient_scale(gpu, &grad, 0.25).unwrap(), &opt::gradient_scale(gpu, &grad, -3.0).unwrap()])
-            .unwrap();
+        gpu.run(&[&opt::gradient_scale(gpu, &grad, 0.25).unwrap(), &opt::gradient_scale(gpu, &grad, -3.0).unwrap()]).unwrap();
         let scaled: Vec<f64> = sum.iter().map(|x| x * 0.25 * -3.0).collect();
         c.close("gradient_scale", &format!("n={n}"), &read(gpu, &grad).await, &scaled, 1e-7, 1e-6);
     }

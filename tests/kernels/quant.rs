@@ -75,32 +75,32 @@ fn tricky_f32() -> Vec<u32> {
     let mut v: Vec<f32> = vec![
         0.0,
         f32::INFINITY,
-        65504.0,                   // largest finite half
+        65504.0,                     // largest finite half
         f32::from_bits(0x477F_EFFF), // just below 65520: rounds down to 65504
-        65520.0,                   // halfway to 65536: ties to even -> Inf
+        65520.0,                     // halfway to 65536: ties to even -> Inf
         65536.0,
         1e5,
         1e10,
         f32::MAX,
-        1.0 + p(-11),              // tie, even neighbour below (0x3C00)
-        1.0 + 3.0 * p(-11),        // tie, even neighbour above (0x3C02)
+        1.0 + p(-11),                // tie, even neighbour below (0x3C00)
+        1.0 + 3.0 * p(-11),          // tie, even neighbour above (0x3C02)
         f32::from_bits(0x3F80_1001), // just above a tie
         f32::from_bits(0x3F80_0FFF), // just below a tie
-        2049.0,                    // tie -> 2048
-        2051.0,                    // tie -> 2052
-        p(-14),                    // smallest normal half
+        2049.0,                      // tie -> 2048
+        2051.0,                      // tie -> 2052
+        p(-14),                      // smallest normal half
         f32::from_bits(0x387F_FFFF), // just below it: rounds up to it
-        p(-14) - p(-25),           // tie between 0x3FF and 0x400 -> 0x400
-        p(-14) - 3.0 * p(-25),     // tie between 0x3FE and 0x3FF -> 0x3FE
-        p(-24),                    // smallest subnormal half
-        p(-25),                    // half of it: tie -> 0
+        p(-14) - p(-25),             // tie between 0x3FF and 0x400 -> 0x400
+        p(-14) - 3.0 * p(-25),       // tie between 0x3FE and 0x3FF -> 0x3FE
+        p(-24),                      // smallest subnormal half
+        p(-25),                      // half of it: tie -> 0
         f32::from_bits(0x3300_0001), // just above: -> smallest subnormal
         f32::from_bits(0x32FF_FFFF), // just below: -> 0
-        1.5 * p(-24),              // tie -> 2 (even)
-        2.5 * p(-24),              // tie -> 2 (even)
+        1.5 * p(-24),                // tie -> 2 (even)
+        2.5 * p(-24),                // tie -> 2 (even)
         1e-10,
         1e-30,
-        f32::from_bits(1),         // smallest f32 subnormal
+        f32::from_bits(1), // smallest f32 subnormal
         f32::MIN_POSITIVE,
         1.0 / 3.0,
         0.1,
@@ -184,7 +184,13 @@ fn quant_f16_reference_is_ieee() {
         match (a - lo).total_cmp(&(hi - a)) {
             std::cmp::Ordering::Less => lb,
             std::cmp::Ordering::Greater => hb,
-            std::cmp::Ordering::Equal => if lb % 2 == 0 { lb } else { hb },
+            std::cmp::Ordering::Equal => {
+                if lb % 2 == 0 {
+                    lb
+                } else {
+                    hb
+                }
+            }
         }
     };
     for bits in random_f32(&mut rng, 200_000).into_iter().chain(tricky_f32()) {

@@ -107,10 +107,7 @@ crate::gpu_test!(rope_rejects_bad_config, validation);
 #[test]
 fn rope_reference_backward_matches_finite_differences() {
     let mut rng = Rng::new(33);
-    let cfgs = [
-        RopeConfig { base_pos: 2, ..RopeConfig::plain(4, 2, 3, 10_000.0) },
-        RopeConfig::qkv(6, 1, 2, 10.0),
-    ];
+    let cfgs = [RopeConfig { base_pos: 2, ..RopeConfig::plain(4, 2, 3, 10_000.0) }, RopeConfig::qkv(6, 1, 2, 10.0)];
     for cfg in cfgs {
         let n = 2 * cfg.seq_len * cfg.token_stride;
         let x: Vec<f64> = (0..n).map(|_| rng.range(-1.0, 1.0)).collect();

@@ -26,7 +26,13 @@ fn logits(rng: &mut Rng, rows: usize, vocab: usize) -> Vec<f32> {
                 1 => (rng.below(7) as f32) - 3.0,
                 2 => 1.5,
                 3 => [-1e30, 1e30, -2e30, 0.0][rng.below(4)],
-                _ => if rng.below(3) == 0 { -1e30 } else { rng.range(-5.0, 5.0) as f32 },
+                _ => {
+                    if rng.below(3) == 0 {
+                        -1e30
+                    } else {
+                        rng.range(-5.0, 5.0) as f32
+                    }
+                }
             });
         }
     }

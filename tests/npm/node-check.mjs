@@ -2,7 +2,7 @@
 // (Dawn). Each check prints `ok - name` or `not ok - name: reason`; tests/npm/run.mjs counts
 // them. Exits non-zero if any check failed.
 import { create, globals } from 'webgpu';
-import { init, Kiln, presets, preset, validateConfig } from 'kiln-gpu';
+import { init, Kiln, presets, preset, validateConfig, shareConfig, openShared, readCheckpoint } from 'kiln-gpu';
 
 const DISPOSED = 'this Kiln run was disposed';
 let failed = 0;
@@ -27,10 +27,24 @@ async function rejects(promise, needle, what) {
     await promise;
   } catch (e) {
     assert(e instanceof Error, `${what}: rejected with a non-Error ${String(e)}`);
+    assert(typeof e.code === 'string', `${what}: the Error has no code: ${e.message}`);
     assert(e.message.includes(needle), `${what}: message ${JSON.stringify(e.message)} lacks ${JSON.stringify(needle)}`);
     return e;
   }
   throw new Error(`${what}: resolved; a rejection naming ${needle} was expected`);
+}
+
+/** Rejects (or throws) with this `code` and `field`; returns the Error. */
+async function failsWith(call, code, field, what) {
+  let error = null;
+  try {
+    await call();
+  } catch (e) {
+    error = e;
+  }
+  assert(error instanceof Error, `${what}: expected an Error of code ${code}, got ${error}`);
+  assert(error.code === code && error.field === field, `${what}: code ${error.code}, field ${error.field} (${error.message}); expected ${code}, ${field}`);
+  return error;
 }
 
 /** mlp-xor's config, written out: preset() needs the module started. */
@@ -60,8 +74,21 @@ await check('no WebGPU: create rejects with advice; init with an injected GPU; p
 await check('invalid configs reject naming the field', async () => {
   const llama = preset('llama-tiny');
   llama.model.llama.heads = 5;
-  await rejects(Kiln.create(llama), 'invalid `llama.heads`: must divide d_model (64) evenly, got 5', 'heads = 5');
+  await rejects(Kiln.create(llama), 'invalid `model.llama.heads`: must divide d_model (64) evenly, got 5', 'heads = 5');
+  await failsWith(() => Kiln.create(llama), 'invalid-input', 'model.llama.heads', 'heads = 5');
   const mlp = preset('mlp-spiral');
+  // Bad values of every type name the field with the config's own path.
+  const o = mlp.optimizer;
+  await failsWith(() => Kiln.create({ ...mlp, optimizer: { ...o, lr: NaN } }), 'invalid-input', 'optimizer.lr', 'lr NaN');
+  await failsWith(() => Kiln.create(JSON.stringify({ ...mlp, optimizer: { ...o, lr: NaN } })), 'invalid-input', 'optimizer.lr', 'lr NaN as JSON (null)');
+  await failsWith(() => Kiln.create({ ...mlp, optimizer: { ...o, beta1: 'high' } }), 'invalid-input', 'optimizer.beta1', 'beta1 a string');
+  await failsWith(() => Kiln.create({ ...mlp, optimizer: { ...o, beta1: 1.5 } }), 'invalid-input', 'optimizer.beta1', 'beta1 out of range');
+  await failsWith(() => Kiln.create({ ...mlp, batch: -1 }), 'invalid-input', 'batch', 'batch -1');
+  await failsWith(() => Kiln.create({ ...mlp, seed: 1.5 }), 'invalid-input', 'seed', 'seed 1.5');
+  await failsWith(() => Kiln.create({ ...mlp, model: { mlp: { ...mlp.model.mlp, hidden: [16, 2.5] } } }), 'invalid-input', 'model.mlp.hidden[1]', 'hidden 2.5');
+  await failsWith(() => Kiln.create({ ...mlp, data: { points: { ...mlp.data.points, noise: Infinity } } }), 'invalid-input', 'data.points.noise', 'noise Infinity');
+  const lr = await failsWith(() => Kiln.create({ ...mlp, optimizer: { ...o, lr: 1e300 } }), 'invalid-input', 'optimizer.lr', 'lr 1e300');
+  assert(!/\binf\b/.test(lr.message), lr.message);
   await rejects(Kiln.create({ ...mlp, batch: 0 }), '`batch`', 'batch = 0');
   await rejects(Kiln.create({ ...mlp, optimizer: { ...mlp.optimizer, lr: -1 } }), '`optimizer.lr`', 'lr = -1');
   await rejects(Kiln.create({ ...mlp, bogus: 1 }), 'bogus', 'unknown field');
@@ -122,11 +149,13 @@ await check('overlapping calls are serialized; pause stops train early', async (
   run.pause();
   const last = await training;
   assert(last.step < 1120, `pause: train ran to step ${last.step}`);
-  assert(grid.kind === 'classification' && grid.values.length === 256 && grid.values.every((p) => p >= 0 && p <= 1), 'grid');
+  assert(grid.kind === 'classification' && grid.classes === 2 && grid.values.length === 512 && grid.values.every((p) => p >= 0 && p <= 1), 'grid');
+  for (let c = 0; c < 256; c++) assert(Math.abs(grid.values[2 * c] + grid.values[2 * c + 1] - 1) < 1e-5, `cell ${c}: probabilities sum to 1`);
   assert(ev.accuracy !== null && one.step > 120 && ratios.length === 6, 'results');
   const first = run.train({ steps: 10 });
   const second = run.train({ steps: 10 });
-  await rejects(second, 'already training', 'a second concurrent train');
+  const busy = await rejects(second, 'already training', 'a second concurrent train');
+  assert(busy.code === 'busy', busy.code);
   assert((await first).step > 0, 'the first train finishes');
 });
 
@@ -154,7 +183,15 @@ await check('save, load and fromCheckpoint restore the run exactly', async () =>
   await run.load(bytes);
   const restored = await run.weights();
   assert(restored.every((t, k) => t.data.every((x, j) => x === saved[k].data[j])), 'weights differ after load');
-  await rejects(run.load(new Uint8Array([1, 2, 3])), '`checkpoint`', 'garbage checkpoint');
+  await failsWith(() => run.load(new Uint8Array([1, 2, 3])), 'bad-checkpoint', 'checkpoint', 'garbage checkpoint');
+  const header = readCheckpoint(bytes);
+  assert(header.config.batch === 128 && header.step > 0 && readCheckpoint(bytes.buffer).step === header.step, `readCheckpoint ${JSON.stringify(header.step)}`);
+  // A NaN written into the first tensor's data is refused on load, naming the tensor.
+  const poisoned = bytes.slice();
+  const headerLength = Number(new DataView(poisoned.buffer).getBigUint64(0, true));
+  new DataView(poisoned.buffer).setFloat32(8 + headerLength, NaN, true);
+  const nan = await failsWith(() => run.load(poisoned), 'bad-checkpoint', 'checkpoint', 'NaN weights');
+  assert(/tensor `[^`]+` holds a non-finite value/.test(nan.message), nan.message);
   const copy = await Kiln.fromCheckpoint(bytes);
   const copied = await copy.weights();
   assert(copied.every((t, k) => t.data.every((x, j) => x === saved[k].data[j])), 'fromCheckpoint weights differ');
@@ -217,6 +254,12 @@ await check('a tiny Llama trains and generates', async () => {
   const r = await Kiln.create(llama);
   assert(r.info.model === 'llama' && r.info.task === 'text' && r.info.tokensPerStep === 64, JSON.stringify(r.info));
   await r.train({ steps: 10, readEvery: 5 });
+  // Validation is the last 90 characters: 5 whole windows of 16 tokens, every one scored.
+  const ev = await r.evaluate();
+  assert(ev.scored === 80 && ev.available === 89 && ev.accuracy >= 0, JSON.stringify(ev));
+  // A context the validation split cannot hold is refused, naming the shortest text that works.
+  const long = await failsWith(() => Kiln.create({ ...llama, model: { llama: { ...llama.model.llama, context: 128 } } }), 'invalid-input', 'model.llama.context', 'context 128');
+  assert(/at least \d+ characters/.test(long.message), long.message);
   const out = await r.generate('the ', { maxTokens: 12, temperature: 0.8, topK: 5, seed: 7 });
   assert(typeof out === 'string' && [...out].length === 12, `generated ${JSON.stringify(out)}`);
   assert(out === (await r.generate('the ', { maxTokens: 12, temperature: 0.8, topK: 5, seed: 7 })), 'same seed, same text');
@@ -226,6 +269,28 @@ await check('a tiny Llama trains and generates', async () => {
   assert(d.kind === 'text' && d.vocab.length === new Set(text).size && d.excerpt.startsWith('the quick'), 'text preview');
   await rejects(r.predictGrid(), 'MLP', 'predictGrid on a Llama');
   await r.dispose();
+});
+
+await check('your own CSV points and your own text; share links round-trip', async () => {
+  // Three classes of your own points: task 'custom', the CSV in the config.
+  const rows = [];
+  for (let i = 0; i < 90; i++) rows.push(`${Math.cos(i) * (1 + (i % 3))},${Math.sin(i) * (1 + (i % 3))},${i % 3}`);
+  const mine = { model: { mlp: { input_dim: 2, hidden: [8], output_dim: 3, activation: 'tanh' } }, data: { points: { task: 'custom', csv: rows.join('\n'), validation_fraction: 0.2 } }, batch: 32 };
+  const r = await Kiln.create(mine);
+  assert(r.info.task === 'custom' && r.info.classes === 3 && r.dataset().labels.length === 72, JSON.stringify(r.info.task));
+  await r.train({ steps: 5 });
+  const g = await r.predictGrid({ size: 4 });
+  assert(g.classes === 3 && g.values.length === 48, `3-class grid ${g.values.length}`);
+  await r.dispose();
+  const bad = await failsWith(() => Kiln.create({ ...mine, data: { points: { ...mine.data.points, csv: '1,2,0\n1,x,1' } } }), 'invalid-input', 'data.points.csv', 'bad CSV');
+  assert(bad.message.includes('line 2: `x` is not a number'), bad.message);
+  // Share links carry the config (your data too, while it fits) and open validated.
+  for (const name of presets().map((p) => p.name)) {
+    const shared = shareConfig(preset(name));
+    assert(shared.dropped === null && JSON.stringify(openShared(shared.state)) === JSON.stringify(preset(name)), `share ${name}`);
+  }
+  assert(JSON.stringify(openShared(shareConfig(mine).state)) === JSON.stringify(validateConfig(mine)), 'your points travel in the link');
+  await failsWith(() => openShared('!!'), 'invalid-input', 'url state', 'a damaged link');
 });
 
 await check('after dispose() every call rejects', async () => {
@@ -245,7 +310,7 @@ await check('after dispose() every call rejects', async () => {
     ['load', () => run.load(new Uint8Array(8))],
   ]) {
     const e = await rejects(call(), DISPOSED, name);
-    assert(e.message === DISPOSED, `${name}: ${e.message}`);
+    assert(e.message === DISPOSED && e.code === 'disposed', `${name}: ${e.message}`);
   }
   let thrown = null;
   try {

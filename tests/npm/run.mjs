@@ -111,7 +111,7 @@ async function main() {
     const info = JSON.parse(r.out.slice(r.out.indexOf('[')))[0];
     tarball = join(tmp, info.filename);
     const files = info.files.map((f) => f.path).sort();
-    const want = ['README.md', 'args.js', 'kiln.d.ts', 'kiln.js', 'kiln_wasm.js', 'kiln_wasm_bg.wasm', 'module.js', 'package.json'];
+    const want = ['README.md', 'args.js', 'kiln-types.d.ts', 'kiln.d.ts', 'kiln.js', 'kiln_wasm.js', 'kiln_wasm_bg.wasm', 'module.js', 'package.json'];
     assert(JSON.stringify(files) === JSON.stringify(want), `files ${files.join(', ')}; expected ${want.join(', ')}`);
     assert(info.name === 'kiln-gpu', `name ${info.name}`);
     const manifest = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8'));
@@ -196,7 +196,8 @@ async function main() {
       assert(losses.length === 10 && losses.every(Number.isFinite), `${losses.length} losses shown`);
       assert(losses[losses.length - 1] < 0.85 * losses[0], `loss did not fall: ${losses[0]} -> ${losses[losses.length - 1]}`);
       const result = await page.evaluate(() => window.kilnResult);
-      assert(result.gridValues === 64 && result.evaluation.accuracy > 0.5, JSON.stringify(result));
+      // An 8×8 grid of two class probabilities per cell.
+      assert(result.gridValues === 128 && result.evaluation.accuracy > 0.5, JSON.stringify(result));
     });
     await check('Vite app: no page errors, console errors or failed requests', async () => {
       assert(problems.length === 0, problems.join('\n'));

@@ -1,7 +1,7 @@
 // Compiled with `tsc --noEmit --strict` against the installed kiln-gpu: the declarations must
 // accept the documented uses and reject the wrong ones (each @ts-expect-error must be needed).
-import { init, Kiln, presets, preset, validateConfig, adapterInfo } from 'kiln-gpu';
-import type { SessionConfig, StepMetrics, MetricsEvent, PredictGrid, DatasetPreview, WeightTensor, UpdateRatio, Evaluation, RunInfo, FullSessionConfig } from 'kiln-gpu';
+import { init, Kiln, presets, preset, validateConfig, adapterInfo, shareConfig, openShared, readCheckpoint, parsePoints } from 'kiln-gpu';
+import type { SessionConfig, StepMetrics, MetricsEvent, PredictGrid, DatasetPreview, WeightTensor, UpdateRatio, Evaluation, RunInfo, FullSessionConfig, KilnError, ErrorCode, Shared, CheckpointInfo, Recovered } from 'kiln-gpu';
 
 export async function documented(gpu: { requestAdapter(options?: object): Promise<object | null> }): Promise<void> {
   await init({ gpu, wasm: new URL('https://example.com/kiln_wasm_bg.wasm') });
@@ -17,7 +17,29 @@ export async function documented(gpu: { requestAdapter(options?: object): Promis
     batch: 8,
     optimizer: { lr: 3e-3, schedule: { kind: 'warmup_cosine', warmup_steps: 10, total_steps: 100, min_lr_fraction: 0.1 } },
   };
-  validateConfig(own);
+  const full: FullSessionConfig = validateConfig(own);
+  // The data union narrows with `in`: your own text in a preset's config.
+  const tiny = preset('llama-tiny');
+  if ('text' in tiny.data) tiny.data.text.text = 'my own text, at least sixty-four characters long, to train a Llama on';
+  const points: SessionConfig = {
+    model: { mlp: { input_dim: 2, hidden: [8], output_dim: 3, activation: 'tanh' } },
+    data: { points: { task: 'custom', csv: '0,0,0\n1,1,1\n2,2,2\n3,3,0', validation_fraction: 0.25 } },
+    batch: 4,
+  };
+  const shared: Shared = shareConfig(points);
+  const reopened: FullSessionConfig = openShared(shared.state);
+  const dropped: string | null = shared.dropped;
+  const split = parsePoints('x,y,label\n0,0,1');
+  const dim: number = split.inputDim;
+  try {
+    await Kiln.create(points);
+  } catch (e) {
+    const k = e as KilnError;
+    const code: ErrorCode = k.code;
+    if (k.code === 'invalid-input') console.log(k.field?.startsWith('model.'));
+    void code;
+  }
+  void [full, reopened, dropped, dim];
   const run = await Kiln.create(cfg);
   const info: Readonly<RunInfo> = run.info;
   const params: number = info.parameters + info.dispatchesPerStep;
@@ -42,6 +64,13 @@ export async function documented(gpu: { requestAdapter(options?: object): Promis
   const bytes: Uint8Array = await run.save();
   await run.load(bytes);
   await run.load(new ArrayBuffer(8));
+  // TypeScript 5.7+ types a view's `.buffer` as ArrayBufferLike.
+  await run.load(bytes.buffer);
+  const header: CheckpointInfo = readCheckpoint(bytes);
+  const at: number = header.step;
+  run.on('recovered', (r: Recovered) => console.log(r.lostAt - r.resumedAt));
+  const scored: number = (await run.evaluate()).scored;
+  void [at, scored];
   const copy: Kiln = await Kiln.fromCheckpoint(bytes);
   await copy.dispose();
   const d: DatasetPreview = run.dataset();
@@ -74,6 +103,11 @@ export async function rejected(run: Kiln): Promise<void> {
   const bad: SessionConfig = { model: { cnn: {} }, data: { text: { validation_fraction: 0.1 } }, batch: 1 };
   // @ts-expect-error activation names are fixed
   const act: SessionConfig = { model: { mlp: { input_dim: 2, hidden: [], output_dim: 2, activation: 'gelu' } }, data: { points: { task: 'spiral', points: 10, noise: 0, validation_fraction: 0.2 } }, batch: 1 };
+  // @ts-expect-error error codes are a fixed set
+  const code: ErrorCode = 'oops';
+  // @ts-expect-error a custom task's points are CSV text
+  const csv: SessionConfig = { model: { mlp: { input_dim: 2, hidden: [], output_dim: 2, activation: 'relu' } }, data: { points: { task: 'custom', csv: [1, 2], validation_fraction: 0.2 } }, batch: 1 };
+  void [code, csv];
   // @ts-expect-error Kiln has no public constructor
   new Kiln();
   // @ts-expect-error info is read-only

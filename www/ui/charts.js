@@ -5,6 +5,19 @@ import uPlot from '../uPlot.esm.js';
 
 const MAX_POINTS = 3000;
 
+/**
+ * Tick labels that stay readable on a log axis: uPlot's default rounds 1e-4 to "0". Plain
+ * numbers from 0.001 up, exponents (1e-4, 2.5e-6) below; trailing zeros dropped.
+ */
+export function tickLabel(v) {
+  if (v == null || !Number.isFinite(v)) return '';
+  const a = Math.abs(v);
+  if (a === 0) return '0';
+  if (a < 1e-3 || a >= 1e5) return v.toExponential(a.toExponential(1).includes('.0e') ? 0 : 1).replace('e+', 'e');
+  return String(Number(v.toPrecision(3)));
+}
+const ticks = (u, splits) => splits.map(tickLabel);
+
 function palette(i, n) {
   return `hsl(${Math.round((i * 360) / Math.max(n, 1) + 200) % 360} 70% 45%)`;
 }
@@ -57,7 +70,7 @@ export class LossChart {
     const opts = {
       ...size(this.el, 260),
       scales: { x: { time: false }, y: { distr: this.log ? 3 : 1 } },
-      axes: [{ label: 'step' }, { label: this.label, size: 60 }],
+      axes: [{ label: 'step' }, { label: this.label, size: 60, values: ticks }],
       series: [
         { label: 'step' },
         { label: 'train', stroke: '#3b6fd4', width: 1, points: { show: false } },
@@ -159,7 +172,7 @@ export class RatioChart {
     const opts = {
       ...size(this.el, 240),
       scales: { x: { time: false }, y: { distr: 3 } },
-      axes: [{ label: 'step' }, { label: 'update / weight', size: 60 }],
+      axes: [{ label: 'step' }, { label: 'update / weight', size: 60, values: ticks }],
       series: [{ label: 'step' }, ...this.names.map((name, i) => ({ label: name, stroke: palette(i, n), width: 1.5, spanGaps: true, points: { show: false } }))],
       legend: { live: false },
     };

@@ -2,6 +2,7 @@
 // uploading a CSV of points, copying the share link, downloading and uploading checkpoints.
 
 import * as form from './form.js';
+import { ToWorker } from './protocol.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -16,6 +17,27 @@ export function showCustomPoints(plot) {
   $('custom-count').textContent = `${p.length} points`;
 }
 
+/** The CSV the worker is parsing, and whether the run is rebuilt on it once parsed (an upload). */
+let parsing = null;
+
+/** Asks the worker to parse your points from `csv` (Rust's parser, as a run uses). */
+export function parseCsv(send, csv, applyAfter) {
+  parsing = { csv, applyAfter };
+  send({ type: ToWorker.parseCsv, text: csv });
+}
+
+/** The worker parsed the CSV: the points go into the form and onto the plot. */
+export function onParsedPoints(points, { plot, apply }) {
+  if (!parsing) return;
+  const { csv, applyAfter } = parsing;
+  parsing = null;
+  form.setParsedPoints(csv, points);
+  $('pt-task').value = 'custom';
+  form.syncVisibility();
+  showCustomPoints(plot);
+  if (applyAfter) apply(0);
+}
+
 /**
  * Wires the own-data and file controls. `apply(ms)` rebuilds the run after `ms` (debounced),
  * `cancelApply()` drops a pending rebuild, `send` posts to the worker.
@@ -27,19 +49,19 @@ export function wireFiles({ plot, send, showError, apply, cancelApply }) {
       // Clicking a generated set starts your own points of the same kind.
       form.custom.kind = form.isRegressionTask() ? 'regression' : 'classes';
       $('pt-task').value = 'custom';
-      form.custom.points = [];
+      form.clearPoints();
       form.syncVisibility();
     }
     if (form.custom.points.length >= form.MAX_CUSTOM_POINTS) return;
     const label = Number($('draw-class').value);
-    form.custom.points.push(form.custom.kind === 'regression' ? { x, y } : { x, y, label });
+    form.addPoint(form.custom.kind === 'regression' ? { x, y } : { x, y, label });
     showCustomPoints(plot);
     cancelApply();
     if (form.custom.points.length >= 10) apply(700);
   };
 
   $('clear-points').onclick = () => {
-    form.custom.points = [];
+    form.clearPoints();
     showCustomPoints(plot);
   };
 
@@ -48,18 +70,7 @@ export function wireFiles({ plot, send, showError, apply, cancelApply }) {
     e.target.value = '';
     if (!file) return;
     if (file.size > 2 << 20) return showError('CSV: the file is larger than 2 MiB');
-    try {
-      form.loadCsv(await file.text());
-    } catch (err) {
-      return showError(err.message);
-    }
-    $('pt-task').value = 'custom';
-    form.syncVisibility();
-    const p = form.custom.points;
-    plot.setPoints(p.map((q) => q.x), p.map((q) => q.y), form.custom.kind === 'regression' ? null : p.map((q) => q.label), {
-      regression: form.custom.kind === 'regression', classes: 10,
-    });
-    apply();
+    parseCsv(send, await file.text(), true);
   };
 
   $('copy-url').onclick = async () => {
@@ -73,14 +84,14 @@ export function wireFiles({ plot, send, showError, apply, cancelApply }) {
     }
   };
 
-  $('ckpt-save').onclick = () => send({ type: 'save' });
+  $('ckpt-save').onclick = () => send({ type: ToWorker.save });
   $('ckpt-load').onchange = async (e) => {
     const file = e.target.files?.[0];
     e.target.value = '';
     if (!file) return;
     if (file.size > 512 << 20) return showError('Checkpoint: the file is larger than 512 MiB');
     const bytes = new Uint8Array(await file.arrayBuffer());
-    send({ type: 'load', bytes }, [bytes.buffer]);
+    send({ type: ToWorker.load, bytes }, [bytes.buffer]);
   };
 }
 

@@ -1,10 +1,16 @@
 // form.js — the model, data and optimizer panels: a SessionConfig written into the form
 // (`writeConfig`) and read back out of it (`readConfig`), plus the user's own points and text.
+// The form checks only what its inputs can hold; the config itself is validated in Rust (the
+// worker's Kiln.create), which names the field when a value is not allowed.
 
 const $ = (id) => document.getElementById(id);
 
-/** The user's drawn or uploaded points: {x, y, label} (classes) or {x, y} (regression, y = target). */
-export const custom = { kind: 'classes', points: [] };
+/**
+ * The user's own points: `csv` is what the config carries (uploaded, or written from the drawn
+ * points); `points` ({x, y, label} for classes, {x, y} with y the target for regression) is what
+ * the plot shows, parsed from `csv` by the worker (Rust) or drawn by clicking.
+ */
+export const custom = { kind: 'classes', points: [], csv: '' };
 /** Largest number of points the page lets you draw or upload. */
 export const MAX_CUSTOM_POINTS = 20_000;
 
@@ -12,6 +18,8 @@ export const MAX_CUSTOM_POINTS = 20_000;
 let llamaExtras = {};
 /** The vocabulary the built-in corpus (Genesis) needs, as the presets give it. */
 export const GENESIS_VOCAB = 60;
+/** The vocabulary the sequence tasks need (digits, `+`, `=`, `>`, newline), as the presets give it. */
+const SEQUENCE_VOCAB = 16;
 let corpusVocab = GENESIS_VOCAB;
 
 function number(id, field, { int = false, min = -Infinity, max = Infinity } = {}) {
@@ -33,39 +41,48 @@ export function isRegressionTask() {
   return task === 'sine' || task === 'piecewise' || (task === 'custom' && custom.kind === 'regression');
 }
 
+/** The data source of a Llama: the built-in corpus, your text, or a sequence task. */
+export function textSource() {
+  return $('tx-source').value;
+}
+
 /** Distinct characters of a text, as the tokenizer counts them (carriage returns dropped). */
 export function vocabOf(text) {
   const set = new Set(text.replaceAll('\r', ''));
   return set.size;
 }
 
-export function customCsv() {
+/** The drawn points as CSV rows (what the config carries). */
+function pointsCsv() {
   return custom.points
     .map((p) => (custom.kind === 'regression' ? `${p.x.toFixed(4)},${p.y.toFixed(4)}` : `${p.x.toFixed(4)},${p.y.toFixed(4)},${p.label}`))
     .join('\n');
 }
 
-/** Parses a CSV of `x,y,label` or `x,target` rows into `custom`; throws naming the bad line. */
-export function loadCsv(text) {
-  const rows = text.split(/\r?\n/).map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
-  if (!rows.length) throw new Error('CSV: no rows found');
-  const first = rows[0].split(',');
-  const header = first.some((c) => c.trim() !== '' && !Number.isFinite(Number(c)));
-  const body = header ? rows.slice(1) : rows;
-  const cols = (header ? first : body[0]?.split(',') ?? []).length;
-  if (cols !== 2 && cols !== 3) throw new Error('CSV: expected 3 columns (x,y,label) or 2 (x,target)');
-  if (body.length > MAX_CUSTOM_POINTS) throw new Error(`CSV: ${body.length} rows; at most ${MAX_CUSTOM_POINTS}`);
-  const points = body.map((line, i) => {
-    const c = line.split(',').map((s) => Number(s.trim()));
-    const where = `CSV line ${i + 1 + (header ? 1 : 0)}`;
-    if (c.length !== cols || c.some((v) => !Number.isFinite(v) || Math.abs(v) > 1e6)) throw new Error(`${where}: expected ${cols} numbers`);
-    if (cols === 2) return { x: c[0], y: c[1] };
-    if (!Number.isInteger(c[2]) || c[2] < 0 || c[2] > 9) throw new Error(`${where}: label must be 0..9`);
-    return { x: c[0], y: c[1], label: c[2] };
-  });
-  if (!points.length) throw new Error('CSV: no rows found');
-  custom.kind = cols === 2 ? 'regression' : 'classes';
+/** Adds a clicked point to your own points (the config's CSV follows). */
+export function addPoint(point) {
+  custom.points.push(point);
+  custom.csv = pointsCsv();
+}
+
+export function clearPoints() {
+  custom.points = [];
+  custom.csv = '';
+}
+
+/** Your own points as the worker parsed them from `csv` ({inputs, labels | targets, inputDim}). */
+export function setParsedPoints(csv, parsed) {
+  const regression = parsed.inputDim === 1;
+  const n = regression ? parsed.targets.length : parsed.labels.length;
+  const points = [];
+  for (let i = 0; i < n; i++) {
+    points.push(regression
+      ? { x: parsed.inputs[i], y: parsed.targets[i] }
+      : { x: parsed.inputs[2 * i], y: parsed.inputs[2 * i + 1], label: parsed.labels[i] });
+  }
+  custom.kind = regression ? 'regression' : 'classes';
   custom.points = points;
+  custom.csv = csv;
 }
 
 /** Reads the form into a SessionConfig; throws an Error naming the field when an input is not usable. */
@@ -81,17 +98,15 @@ export function readConfig() {
     if (hidden.length > 15) throw new Error('Hidden widths: at most 15 hidden layers');
     const task = $('pt-task').value;
     const regression = isRegressionTask();
-    const points = {
-      task: task === 'custom' ? (regression ? 'sine' : 'spiral') : task,
-      points: number('pt-points', 'Points', { int: true, min: 1, max: 100000 }),
-      noise: number('pt-noise', 'Noise', { min: 0, max: 1 }),
-      validation_fraction: number('pt-val', 'Validation', { min: 0.05, max: 0.5 }),
-    };
+    const points = { task, validation_fraction: number('pt-val', 'Validation', { min: 0.05, max: 0.5 }) };
     let outputs = regression ? 1 : 2;
     if (task === 'custom') {
-      if (custom.points.length < 10) throw new Error('Your points: add at least 10 points (click the data plot) or upload a CSV');
-      points.csv = customCsv();
+      if (!custom.csv) throw new Error('Your points: click the data plot to add points, or upload a CSV');
+      points.csv = custom.csv;
       if (!regression) outputs = Math.max(2, ...custom.points.map((p) => p.label + 1));
+    } else {
+      points.points = number('pt-points', 'Points', { int: true, min: 1, max: 100000 });
+      points.noise = number('pt-noise', 'Noise', { min: 0, max: 1 });
     }
     model = { mlp: { input_dim: regression ? 1 : 2, hidden, output_dim: outputs, activation: $('mlp-activation').value } };
     data = { points };
@@ -105,15 +120,29 @@ export function readConfig() {
       hidden: number('ll-hidden', 'SwiGLU width', { int: true, min: 1, max: 16384 }),
       ...llamaExtras,
     };
-    const text = { validation_fraction: number('tx-val', 'Validation', { min: 0.05, max: 0.5 }) };
-    if ($('tx-source').value === 'custom') {
-      const t = $('tx-text').value;
-      if (t.replaceAll('\r', '').length < 64) throw new Error('Your text: paste at least 64 characters');
-      text.text = t;
-      llama.vocab = Math.max(2, vocabOf(t));
+    const validation_fraction = number('tx-val', 'Validation', { min: 0.05, max: 0.5 });
+    const source = textSource();
+    if (source === 'sequence') {
+      data = {
+        sequence: {
+          task: $('sq-task').value,
+          digits: number('sq-digits', 'Digits', { int: true, min: 1, max: 12 }),
+          examples: number('sq-examples', 'Examples', { int: true, min: 16, max: 50000 }),
+          validation_fraction,
+        },
+      };
+      llama.vocab = SEQUENCE_VOCAB;
+    } else {
+      const text = { validation_fraction };
+      if (source === 'custom') {
+        const t = $('tx-text').value;
+        if (t.replaceAll('\r', '').length < 64) throw new Error('Your text: paste at least 64 characters');
+        text.text = t;
+        llama.vocab = Math.max(2, vocabOf(t));
+      }
+      data = { text };
     }
     model = { llama };
-    data = { text };
   }
   const schedule = $('opt-schedule').value === 'constant'
     ? { kind: 'constant' }
@@ -142,7 +171,7 @@ function set(id, v) {
   if (v !== undefined && v !== null) $(id).value = String(v);
 }
 
-/** Fills the form from a SessionConfig (one that passed share.checkConfig or came from Kiln). */
+/** Fills the form from a SessionConfig (a preset, an opened link or a checkpoint's, all validated in Rust). */
 export function writeConfig(c) {
   const kind = c.model.mlp ? 'mlp' : 'llama';
   document.querySelector(`input[name="model-kind"][value="${kind}"]`).checked = true;
@@ -153,22 +182,29 @@ export function writeConfig(c) {
   } else {
     const { vocab, d_model, heads, layers, context, hidden, ...extras } = c.model.llama;
     llamaExtras = extras;
-    if (c.data.text?.text == null) corpusVocab = Math.max(GENESIS_VOCAB, vocab);
+    if (c.data.text && c.data.text.text == null) corpusVocab = Math.max(GENESIS_VOCAB, vocab);
     set('ll-d_model', d_model); set('ll-heads', heads); set('ll-layers', layers);
     set('ll-context', context); set('ll-hidden', hidden);
   }
   if (c.data.points) {
     const p = c.data.points;
     if (p.csv != null) {
-      try {
-        loadCsv(p.csv);
-      } catch { custom.points = []; }
+      // The points appear when the worker has parsed the CSV (app.js asks it to).
+      custom.csv = p.csv;
+      custom.points = [];
+      custom.kind = c.model.mlp.input_dim === 1 ? 'regression' : 'classes';
       set('pt-task', 'custom');
       set('custom-kind', custom.kind);
     } else {
       set('pt-task', p.task);
+      set('pt-points', p.points); set('pt-noise', p.noise);
     }
-    set('pt-points', p.points); set('pt-noise', p.noise); set('pt-val', p.validation_fraction);
+    set('pt-val', p.validation_fraction);
+  } else if (c.data.sequence) {
+    const q = c.data.sequence;
+    set('tx-source', 'sequence');
+    set('sq-task', q.task); set('sq-digits', q.digits); set('sq-examples', q.examples);
+    set('tx-val', q.validation_fraction);
   } else {
     const t = c.data.text;
     set('tx-source', t.text != null ? 'custom' : 'genesis');
@@ -201,7 +237,8 @@ export function syncVisibility() {
   $('custom-count').textContent = isCustom ? `${custom.points.length} points` : '';
   $('custom-kind').value = custom.kind;
   $('draw-class').closest('label').hidden = custom.kind === 'regression';
-  $('tx-text').hidden = $('tx-source').value !== 'custom';
+  $('tx-text').hidden = textSource() !== 'custom';
+  $('sequence-fields').hidden = textSource() !== 'sequence';
   const sgd = $('opt-kind').value === 'sgd';
   document.querySelectorAll('.adamw-only').forEach((e) => { e.hidden = sgd; });
   document.querySelectorAll('.sgd-only').forEach((e) => { e.hidden = !sgd; });
@@ -218,4 +255,14 @@ export function onEdit(cb) {
       cb(e.target.id || e.target.name);
     });
   }
+}
+
+/** Smaller Llama sizes (for a CPU adapter); heads are cut so they still divide d_model. */
+export function shrinkLlama({ batch, context, d_model, hidden }) {
+  set('batch', batch);
+  set('ll-context', context);
+  set('ll-d_model', d_model);
+  set('ll-hidden', hidden);
+  const heads = Number($('ll-heads').value);
+  if (!(heads >= 1 && d_model % heads === 0 && (d_model / heads) % 2 === 0)) set('ll-heads', 4);
 }

@@ -106,47 +106,27 @@ export class PointsPlot {
     ctx.stroke();
   }
 
-  /** Colours each grid cell by its most likely class, paler where the model is unsure. */
+  /**
+   * Colours each grid cell by its most likely class, stronger the surer the model is: the grid
+   * holds every class's probability per cell ((size, size, classes) from predictGrid).
+   */
   drawBoundary() {
     const { size, values } = this.grid;
-    const k = values.length / (size * size);
+    const k = this.grid.classes ?? values.length / (size * size);
     const img = new ImageData(size, size);
-    for (let j = 0; j < size; j++) {
-      for (let i = 0; i < size; i++) {
-        const cell = j * size + i;
-        let cls, conf;
-        if (k >= 2) {
-          // Per-class scores: softmax of logits (or probabilities, which softmax keeps ordered).
-          const row = values.subarray(cell * k, cell * k + k);
-          let best = 0;
-          for (let c = 1; c < k; c++) if (row[c] > row[best]) best = c;
-          let sum = 0;
-          for (let c = 0; c < k; c++) sum += Math.exp(row[c] - row[best]);
-          cls = best;
-          conf = 1 / sum;
-        } else if (this.classes > 2) {
-          // Only p(class 1) is known: shade it in class 1's colour.
-          cls = 1;
-          conf = values[cell];
-        } else {
-          const v = values[cell];
-          const p = v >= 0 && v <= 1 ? v : 1 / (1 + Math.exp(-v));
-          cls = p >= 0.5 ? 1 : 0;
-          conf = Math.max(p, 1 - p);
-        }
-        const c = CLASS_RGB[cls % CLASS_RGB.length];
-        const clamp = (v) => Math.max(0, Math.min(1, v));
-        let a;
-        if (k >= 2) a = clamp((conf - 1 / k) / (1 - 1 / k)) * 0.55 + 0.1;
-        else if (this.classes > 2) a = clamp(conf) * 0.65;
-        else a = clamp((conf - 0.5) / 0.5) * 0.55 + 0.1;
-        // predictGrid's first row is y = +extent: the image's top row.
-        const o = cell * 4;
-        img.data[o] = Math.round(255 + (c[0] - 255) * a);
-        img.data[o + 1] = Math.round(255 + (c[1] - 255) * a);
-        img.data[o + 2] = Math.round(255 + (c[2] - 255) * a);
-        img.data[o + 3] = 255;
-      }
+    const clamp = (v) => Math.max(0, Math.min(1, v));
+    for (let cell = 0; cell < size * size; cell++) {
+      let best = 0;
+      for (let c = 1; c < k; c++) if (values[cell * k + c] > values[cell * k + best]) best = c;
+      // Confidence from chance (1/k) to certain (1) sets the strength.
+      const a = clamp((values[cell * k + best] - 1 / k) / (1 - 1 / k)) * 0.55 + 0.1;
+      const c = CLASS_RGB[best % CLASS_RGB.length];
+      // predictGrid's first row is y = +extent: the image's top row.
+      const o = cell * 4;
+      img.data[o] = Math.round(255 + (c[0] - 255) * a);
+      img.data[o + 1] = Math.round(255 + (c[1] - 255) * a);
+      img.data[o + 2] = Math.round(255 + (c[2] - 255) * a);
+      img.data[o + 3] = 255;
     }
     const tmp = new OffscreenCanvas(size, size);
     tmp.getContext('2d').putImageData(img, 0, 0);

@@ -1,0 +1,112 @@
+//! The edges a new user meets first, on the GPU: your own points (three classes) and the
+//! probability of every class over the plane; evaluation that covers the validation split;
+//! text splits that windows never cross; a checkpoint with a NaN weight refused by name.
+
+use kiln::config::{DataConfig, PointData, SessionConfig, TextData};
+use kiln::data::PointTask;
+use kiln::kernels::elementwise::Activation;
+use kiln::model::llama::LlamaConfig;
+use kiln::model::mlp::MlpConfig;
+use kiln::model::ModelConfig;
+use kiln::train::Session;
+use kiln::{ErrorCode, Gpu, KilnError};
+
+fn session(cfg: SessionConfig) -> kiln::error::Result<Session> {
+    pollster::block_on(async { Session::with_gpu(Gpu::new().await.expect("GPU"), cfg) })
+}
+
+/// Three rings of your own points, labels 0, 1, 2.
+fn three_classes() -> SessionConfig {
+    let csv: String = (0..120)
+        .map(|i| {
+            let r = 0.3 + 0.3 * (i % 3) as f64;
+            format!("{:.4},{:.4},{}\n", r * (i as f64).cos(), r * (i as f64).sin(), i % 3)
+        })
+        .collect();
+    SessionConfig {
+        model: ModelConfig::Mlp(MlpConfig { input_dim: 2, hidden: vec![8], output_dim: 3, activation: Activation::Tanh }),
+        data: DataConfig::Points(PointData {
+            task: PointTask::Custom,
+            points: 0,
+            noise: 0.0,
+            validation_fraction: 0.25,
+            csv: Some(format!("x,y,label\n# three rings\n{csv}")),
+        }),
+        batch: 32,
+        optimizer: Default::default(),
+        seed: 2,
+    }
+}
+
+#[test]
+fn own_points_give_every_class_probability_on_the_grid() {
+    let mut s = session(three_classes()).expect("a 3-class run on your own points");
+    pollster::block_on(async {
+        s.train(20).unwrap();
+        let grid = s.predict_grid(8, 1.0).await.unwrap();
+        assert_eq!(grid.len(), 8 * 8 * 3);
+        for cell in grid.chunks_exact(3) {
+            let sum: f32 = cell.iter().sum();
+            // softmax in f64, stored as f32: each probability carries ≤ 1 ulp (6e-8) of rounding.
+            assert!(cell.iter().all(|p| (0.0..=1.0).contains(p)) && (sum - 1.0).abs() < 1e-6, "{cell:?}");
+        }
+        let e = s.evaluate(true).await.unwrap();
+        assert_eq!((e.scored, e.available), (30, 30), "every validation point is scored");
+    });
+}
+
+#[test]
+fn own_points_that_do_not_fit_name_the_field() {
+    let mut cfg = three_classes();
+    if let ModelConfig::Mlp(m) = &mut cfg.model {
+        m.output_dim = 2;
+    }
+    let err = session(cfg).err().expect("2 outputs for 3 classes");
+    assert!(matches!(&err, KilnError::InvalidInput { field, .. } if field == "model.mlp.output_dim"), "{err}");
+    let mut cfg = three_classes();
+    if let DataConfig::Points(p) = &mut cfg.data {
+        p.csv = Some("1,2,0\n3,oops,1\n".into());
+    }
+    let err = session(cfg).err().expect("a bad CSV row");
+    assert_eq!(err.to_string(), "invalid `data.points.csv`: line 2: `oops` is not a number");
+    assert_eq!(err.code(), ErrorCode::InvalidInput);
+}
+
+fn llama_on(text: &str, context: usize) -> SessionConfig {
+    SessionConfig {
+        model: ModelConfig::Llama(LlamaConfig { vocab: 32, d_model: 16, heads: 2, layers: 1, context, hidden: 32, rope_theta: 10_000.0, norm_eps: 1e-5 }),
+        data: DataConfig::Text(TextData { text: Some(text.into()), validation_fraction: 0.1 }),
+        batch: 4,
+        optimizer: Default::default(),
+        seed: 1,
+    }
+}
+
+#[test]
+fn text_evaluation_covers_the_split_and_short_splits_are_refused() {
+    let text = "the quick brown fox jumps over the lazy dog. ".repeat(20); // 900 characters
+    let s = session(llama_on(&text, 16)).unwrap();
+    let e = pollster::block_on(s.evaluate(true)).unwrap();
+    // The last 90 characters validate: 89 next tokens, in 5 whole windows of 16.
+    assert_eq!((e.scored, e.available), (80, 89));
+    let err = session(llama_on(&text, 100)).err().expect("context 100 on a 90-character validation split");
+    let message = err.to_string();
+    assert!(
+        message.starts_with("invalid `model.llama.context`") && message.contains("at most 89") && message.contains("at least 1001 characters"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_checkpoint_with_a_nan_weight_is_refused_naming_the_tensor() {
+    let s = session(three_classes()).unwrap();
+    let bytes = pollster::block_on(s.save_checkpoint()).unwrap();
+    let header = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let mut bad = bytes.clone();
+    bad[8 + header..12 + header].copy_from_slice(&f32::NAN.to_le_bytes());
+    let mut s = s;
+    let err = s.load_checkpoint(&bad).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::BadCheckpoint);
+    assert!(err.to_string().contains("holds a non-finite value (NaN) at index 0"), "{err}");
+    s.load_checkpoint(&bytes).expect("the good file still loads");
+}

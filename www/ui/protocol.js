@@ -1,0 +1,73 @@
+// protocol.js — the messages between the page thread (app.js) and the training worker
+// (worker.js): their names in one place, their fields as JSDoc types. Both sides import it, so
+// a message cannot be renamed on one side only.
+
+/** Page → worker. */
+export const ToWorker = Object.freeze({
+  /** {hash}: start WebGPU; `hash` is the page's location.hash, which may hold a shared config. */
+  init: 'init',
+  /** {config: SessionConfig, play: boolean}: build a new run (replacing the current one). */
+  create: 'create',
+  play: 'play',
+  pause: 'pause',
+  step: 'step',
+  /** {view: Partial<View>}: what the page shows, so the worker sends only what is seen. */
+  view: 'view',
+  /** Send a snapshot now (when paused). */
+  refresh: 'refresh',
+  /** Sample the Llama now. */
+  sample: 'sample',
+  save: 'save',
+  /** {bytes: Uint8Array}: a checkpoint file. */
+  load: 'load',
+  /** {hash}: the page's hash changed: open the config it holds. */
+  openLink: 'open-link',
+  /** {text}: parse your own points from CSV (answered by `points`). */
+  parseCsv: 'parse-csv',
+  /** Destroy the GPU device, as a driver reset would: for testing recovery. */
+  loseDevice: 'lose-device',
+});
+
+/** Worker → page. */
+export const ToPage = Object.freeze({
+  /** {presets: {name, description, config}[], linked: {config} | {error} | null} */
+  ready: 'ready',
+  /** {message}: WebGPU exists but Kiln cannot start on it. */
+  nogpu: 'nogpu',
+  /** {info: RunInfo, dataset: DatasetPreview, config, origin: 'form'|'checkpoint', share: Shared} */
+  created: 'created',
+  /** {op, message, code, field}: `op` says which request failed; `code` is the KilnError code. */
+  error: 'error',
+  /** {playing} */
+  state: 'state',
+  /** {points: StepMetrics[], rates: Throughput} */
+  metrics: 'metrics',
+  /** {step, weights?, ratios?, grid?, validation?: Evaluation} */
+  snapshot: 'snapshot',
+  /** {step, prompt, text} */
+  sample: 'sample',
+  /** {bytes, step} */
+  saved: 'saved',
+  /** {step} */
+  loaded: 'loaded',
+  /** {reason, lostAt, resumedAt} */
+  recovered: 'recovered',
+  /** {config}: the config of a link opened after start-up. */
+  link: 'link',
+  /** {points: ClassSplit | RegressionSplit}: your CSV, parsed. */
+  points: 'points',
+});
+
+/**
+ * @typedef {object} View
+ * @property {{size: number, extent: number[]} | null} grid  the decision-boundary grid, or null
+ * @property {string} prompt  the sampling prompt
+ * @property {number} temperature
+ * @property {boolean} hidden  the tab is hidden: skip snapshots
+ */
+
+/** The URL state in a location hash (`#c=<state>`), or null when there is none. */
+export function linkState(hash) {
+  if (!hash || hash === '#') return null;
+  return hash.startsWith('#c=') ? hash.slice(3) : hash.slice(1);
+}
