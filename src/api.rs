@@ -8,7 +8,7 @@ use crate::config::{DataConfig, SessionConfig};
 use crate::error::{KilnError, Result};
 use crate::gpu::AdapterSummary;
 use crate::model::ModelConfig;
-use crate::train::Session;
+use crate::session::Session;
 
 /// One built-in preset.
 #[derive(Debug, Clone, Serialize)]
@@ -132,7 +132,8 @@ mod typescript {
     const PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/js/kiln-types.d.ts");
 
     fn generated() -> String {
-        use crate::{checkpoint, config, data, error, generate, kernels, model, optim, recovery, share, snapshot, train};
+        use crate::session::{checkpoint, evaluate, generate, recovery};
+        use crate::{config, data, error, kernels, model, optim, param_layout, share};
         let decls = [
             error::ErrorCode::decl(),
             kernels::elementwise::Activation::decl(),
@@ -153,9 +154,9 @@ mod typescript {
             PresetInfo::decl(),
             AdapterSummary::decl(),
             RunInfo::decl(),
-            train::Evaluation::decl(),
-            snapshot::TensorSlot::decl(),
-            snapshot::UpdateRatio::decl(),
+            evaluate::Evaluation::decl(),
+            param_layout::TensorSlot::decl(),
+            param_layout::UpdateRatio::decl(),
             recovery::Recovered::decl(),
             share::Shared::decl(),
             checkpoint::CheckpointInfo::decl(),

@@ -12,7 +12,7 @@ use crate::gpu::Gpu;
 use crate::kernels::matmul::{matmul_ops, plan, small_max_k, MatmulDesc};
 use crate::presets::preset;
 use crate::rng::Rng;
-use crate::train::Session;
+use crate::session::Session;
 
 #[derive(Debug, Serialize)]
 pub struct MatmulResult {
@@ -59,7 +59,7 @@ pub struct Report {
 
 /// Blocks until the GPU has finished everything submitted so far.
 fn sync(gpu: &Gpu) {
-    gpu.device.poll(wgpu::PollType::wait_indefinitely()).ok();
+    gpu.wait();
 }
 
 /// Times `ops` repeated back to back in one compute pass: seconds per repetition, from the

@@ -13,11 +13,11 @@ use crate::api::{PresetInfo, RunInfo};
 use crate::config::SessionConfig;
 use crate::data::points::{from_csv_any, Points};
 use crate::error::{KilnError, Result};
-use crate::generate::GenerateOptions;
+use crate::session::generate::GenerateOptions;
 use crate::gpu::Gpu;
 use crate::presets::{preset as preset_config, PRESETS};
-use crate::snapshot::{layout, TensorSlot, UpdateRatio};
-use crate::train::{Session, METRIC_SLOTS};
+use crate::param_layout::{layout, TensorSlot, UpdateRatio};
+use crate::session::{Session, METRIC_SLOTS};
 
 #[wasm_bindgen(start)]
 pub fn start() {
@@ -141,7 +141,7 @@ pub fn open_shared(state: &str) -> Result<JsValue, JsValue> {
 /// `{config, step}` from a checkpoint's header (its tensors are checked when it is loaded).
 #[wasm_bindgen(js_name = readCheckpoint)]
 pub fn read_checkpoint(bytes: &[u8]) -> Result<JsValue, JsValue> {
-    to_js(&crate::checkpoint::header(bytes).map_err(js_error)?)
+    to_js(&crate::session::checkpoint::header(bytes).map_err(js_error)?)
 }
 
 /// Your own points from CSV text (`x,y,label` or `x,target` rows; blank lines, `#` comments and
@@ -306,7 +306,7 @@ impl WebSession {
     /// Releases the GPU device now rather than when the garbage collector gets to it (also how
     /// tests simulate a lost device).
     pub fn destroy(&self) {
-        self.session.gpu.device.destroy();
+        self.session.gpu.destroy();
     }
 }
 

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use kiln::presets::preset;
-use kiln::train::Session;
+use kiln::session::Session;
 use kiln::Gpu;
 
 fn corpus_dir() -> PathBuf {

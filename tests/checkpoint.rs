@@ -3,7 +3,7 @@
 //! mismatched file is rejected with a clear error while the running model stays untouched.
 
 use kiln::presets::preset;
-use kiln::train::Session;
+use kiln::session::Session;
 use kiln::Gpu;
 use safetensors::SafeTensors;
 

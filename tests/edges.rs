@@ -8,7 +8,7 @@ use kiln::kernels::elementwise::Activation;
 use kiln::model::llama::LlamaConfig;
 use kiln::model::mlp::MlpConfig;
 use kiln::model::ModelConfig;
-use kiln::train::Session;
+use kiln::session::Session;
 use kiln::{ErrorCode, Gpu, KilnError};
 
 fn session(cfg: SessionConfig) -> kiln::error::Result<Session> {

@@ -27,7 +27,7 @@ use kiln::model::params::Init;
 use kiln::model::ModelConfig;
 use kiln::optim::OptimConfig;
 use kiln::rng::Rng;
-use kiln::train::Session;
+use kiln::session::Session;
 use kiln::Gpu;
 use safetensors::tensor::{Dtype, TensorView};
 use safetensors::SafeTensors;

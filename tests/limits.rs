@@ -6,12 +6,12 @@
 wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
 #[macro_use]
-#[path = "support/both.rs"]
+#[path = "support/device_test.rs"]
 mod support;
 
 use kiln::config::SessionConfig;
 use kiln::presets::preset;
-use kiln::train::Session;
+use kiln::session::Session;
 use kiln::{Gpu, KilnError};
 
 /// Builds `cfg` on a fresh device; on refusal also returns how many buffers were allocated.
@@ -52,7 +52,7 @@ async fn too_large_a_batch_names_the_batch_that_fits() {
         assert!(built.is_ok(), "the batch the message named must fit: {:?}", built.err());
     }
 }
-both!(a_batch_over_the_buffer_limit_is_refused_naming_one_that_fits, too_large_a_batch_names_the_batch_that_fits);
+device_test!(a_batch_over_the_buffer_limit_is_refused_naming_one_that_fits, too_large_a_batch_names_the_batch_that_fits);
 
 async fn too_large_a_model_says_to_shrink_it() {
     let mut cfg = preset("llama-small").unwrap();
@@ -64,4 +64,4 @@ async fn too_large_a_model_says_to_shrink_it() {
     assert_eq!((field.as_str(), allocated), ("model", 0), "{message}");
     assert!(message.contains("even with a batch of 1") && message.contains("fewer or narrower layers"), "{message}");
 }
-both!(a_model_that_fits_in_no_batch_is_refused_before_allocating, too_large_a_model_says_to_shrink_it);
+device_test!(a_model_that_fits_in_no_batch_is_refused_before_allocating, too_large_a_model_says_to_shrink_it);

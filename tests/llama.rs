@@ -1,11 +1,11 @@
 //! The tiny Llama end to end on the GPU: it learns the shipped corpus far below ln(vocab), and
 //! generates text from it.
 
-use kiln::generate::GenerateOptions;
+use kiln::session::generate::GenerateOptions;
 use kiln::model::ModelConfig;
 use kiln::optim::Schedule;
 use kiln::presets::preset;
-use kiln::train::Session;
+use kiln::session::Session;
 use kiln::Gpu;
 
 /// llama-tiny made small enough for llvmpipe: 8 sequences of 32 characters per step.

@@ -8,7 +8,7 @@
 
 use kiln::model::ModelConfig;
 use kiln::presets::preset;
-use kiln::train::Session;
+use kiln::session::Session;
 use kiln::{Gpu, KilnError};
 
 /// Bytes of address space this process uses now.

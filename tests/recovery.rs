@@ -8,11 +8,11 @@
 wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
 #[macro_use]
-#[path = "support/both.rs"]
+#[path = "support/device_test.rs"]
 mod support;
 
 use kiln::presets::preset;
-use kiln::train::{Session, StepMetrics};
+use kiln::session::{Session, StepMetrics};
 use kiln::{Gpu, KilnError};
 
 const EVERY: u64 = 10;
@@ -51,7 +51,7 @@ async fn destroyed_device_is_rebuilt_from_the_snapshot() {
     s.train(20).unwrap();
     s.read_metrics().await.unwrap(); // the read waits for the GPU, so the step-20 snapshot lands
     s.train(7).unwrap();
-    s.gpu.device.destroy();
+    s.gpu.destroy();
     let read = s.read_metrics().await;
     assert!(read.is_err(), "a read from a destroyed device must fail, not return {read:?}");
     let mut reason = None;
@@ -73,7 +73,7 @@ async fn destroyed_device_is_rebuilt_from_the_snapshot() {
     let after = s.read_metrics().await.unwrap();
     assert_eq!(losses(&after), losses(&uninterrupted[20..]), "losses after recovery differ from the uninterrupted run");
 }
-both!(device_loss_resumes_from_the_latest_snapshot_identically, destroyed_device_is_rebuilt_from_the_snapshot);
+device_test!(device_loss_resumes_from_the_latest_snapshot_identically, destroyed_device_is_rebuilt_from_the_snapshot);
 
 async fn loss_before_any_snapshot_restarts_from_the_seed() {
     let mut reference = session().await;
@@ -82,14 +82,14 @@ async fn loss_before_any_snapshot_restarts_from_the_seed() {
 
     let mut s = session().await;
     s.train(4).unwrap();
-    s.gpu.device.destroy();
+    s.gpu.destroy();
     settle().await;
     let report = s.recover().await.expect("recovery");
     assert_eq!((report.lost_at, report.resumed_at), (4, 0));
     s.train(6).unwrap();
     assert_eq!(losses(&s.read_metrics().await.unwrap()), losses(&uninterrupted));
 }
-both!(device_loss_before_the_first_snapshot_restarts_identically, loss_before_any_snapshot_restarts_from_the_seed);
+device_test!(device_loss_before_the_first_snapshot_restarts_identically, loss_before_any_snapshot_restarts_from_the_seed);
 
 async fn checkpoint_is_the_snapshot_until_the_next() {
     let mut source = session().await;
@@ -101,11 +101,11 @@ async fn checkpoint_is_the_snapshot_until_the_next() {
     let mut s = Session::from_checkpoint(Gpu::new().await.unwrap(), &bytes).unwrap();
     s.snapshots.set_every(EVERY);
     s.train(2).unwrap();
-    s.gpu.device.destroy();
+    s.gpu.destroy();
     settle().await;
     let report = s.recover().await.expect("recovery");
     assert_eq!(report.resumed_at, 13, "a loaded checkpoint is the latest snapshot");
     s.train(5).unwrap();
     assert_eq!(losses(&s.read_metrics().await.unwrap()), losses(&uninterrupted[13..]));
 }
-both!(device_loss_after_a_checkpoint_load_resumes_from_it, checkpoint_is_the_snapshot_until_the_next);
+device_test!(device_loss_after_a_checkpoint_load_resumes_from_it, checkpoint_is_the_snapshot_until_the_next);

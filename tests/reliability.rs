@@ -4,7 +4,7 @@
 
 use kiln::data::batches::Batch;
 use kiln::presets::preset;
-use kiln::train::{Session, MAX_SKIPS_IN_A_ROW};
+use kiln::session::{Session, MAX_SKIPS_IN_A_ROW};
 use kiln::{Gpu, KilnError};
 
 fn spiral() -> Session {

@@ -7,7 +7,7 @@
 wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
 use kiln::presets::preset;
-use kiln::train::Session;
+use kiln::session::Session;
 use kiln::Gpu;
 
 /// Ten rounds of `round_steps` steps each; the first is the warm-up.

@@ -9,7 +9,7 @@ use kiln::model::mlp::MlpConfig;
 use kiln::model::ModelConfig;
 use kiln::optim::{OptimConfig, OptimizerKind};
 use kiln::presets::{preset, PRESETS};
-use kiln::train::Session;
+use kiln::session::Session;
 use kiln::{Gpu, KilnError};
 
 fn config(task: PointTask, hidden: Vec<usize>, act: Activation) -> SessionConfig {

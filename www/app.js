@@ -376,8 +376,7 @@ form.onEdit((source) => {
   $('preset-desc').textContent = 'Your own configuration.';
   if (source === 'draw-class') return;
   if (source === 'custom-kind') {
-    form.custom.kind = $('custom-kind').value;
-    form.clearPoints();
+    form.startPoints($('custom-kind').value);
     form.syncVisibility();
   }
   if ($('pt-task').value === 'custom' && form.modelKind() === 'mlp') showCustomPoints(plot);

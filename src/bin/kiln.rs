@@ -9,10 +9,10 @@ mod cli {
     use std::time::Instant;
 
     use indicatif::{ProgressBar, ProgressStyle};
-    use kiln::generate::GenerateOptions;
+    use kiln::session::generate::GenerateOptions;
     use kiln::model::ModelConfig;
     use kiln::presets::{preset, PRESETS};
-    use kiln::train::Session;
+    use kiln::session::Session;
     use kiln::{Gpu, KilnError, Result};
 
     pub fn main() -> ExitCode {

@@ -3,10 +3,10 @@
 //! buffer; backwards read the upstream gradient from a 1-element GPU buffer. f64 references.
 
 use super::reduce::{self, expect_scalar, partial_groups, Final, PartialParams};
-use super::{expect_len, groups_1d, Family::Loss as F, Kernel, R, RW, U};
+use super::{expect_len, groups_1d, LOSS as F, Kernel, R, RW, U};
 use crate::error::{ensure, KilnError, Result};
 use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
-use crate::tensor::Tensor;
+use crate::gpu::{Tensor, Uniform};
 
 pub const CROSS_ENTROPY_LOSS: Kernel = Kernel { entry: "cross_entropy_loss", family: F, bindings: &[R, R, RW, RW, U] };
 pub const CROSS_ENTROPY_LOSS_SMALL: Kernel = Kernel { entry: "cross_entropy_loss_small", family: F, bindings: &[R, R, RW, RW, U] };
@@ -44,7 +44,7 @@ fn ce_shape(logits: &Tensor, targets: &Tensor) -> Result<(usize, usize)> {
     Ok((rows, vocab))
 }
 
-fn ce_params(gpu: &Gpu, rows: usize, vocab: usize) -> wgpu::Buffer {
+fn ce_params(gpu: &Gpu, rows: usize, vocab: usize) -> Uniform {
     let params = CeParams { rows: rows as u32, vocab: vocab as u32, grad_scale: 1.0 / rows as f32, pad: 0 };
     gpu.uniform("cross_entropy params", &params)
 }

@@ -7,7 +7,7 @@
 //! GPU-vs-reference check in `tests/kernels/<family>.rs` (the coverage test enforces it).
 
 use crate::error::{KilnError, Result};
-use crate::tensor::Tensor;
+use crate::gpu::Tensor;
 
 pub mod attention;
 pub mod conv;
@@ -25,67 +25,43 @@ pub mod rope;
 pub mod sampling;
 pub mod softmax;
 
-/// How a kernel sees one binding.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
-    Read,
-    ReadWrite,
-    Uniform,
-}
-
+pub use crate::gpu::{Access, Family, Kernel};
 pub use Access::{Read as R, ReadWrite as RW, Uniform as U};
 
-/// One WGSL entry point and the bindings it declares, in binding order.
-#[derive(Debug)]
-pub struct Kernel {
-    pub entry: &'static str,
-    pub family: Family,
-    pub bindings: &'static [Access],
-}
-
+/// The shader families: `shaders/common.wgsl` followed by the family's file (and, for a family
+/// split for length, its continuation files), one const each, and `FAMILIES` listing them.
 macro_rules! families {
-    ($($variant:ident => $file:literal $(+ $extra:literal)*),* $(,)?) => {
-        /// A shader family: `shaders/common.wgsl` followed by the family's file (and, for a family
-/// split for length, its continuation files).
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub enum Family { $($variant),* }
+    ($($name:ident => $file:literal $(+ $extra:literal)*),* $(,)?) => {
+        $(pub const $name: &Family = &Family {
+            name: $file,
+            source: concat!(
+                include_str!("../../shaders/common.wgsl"),
+                include_str!(concat!("../../shaders/", $file, ".wgsl"))
+                $(, include_str!(concat!("../../shaders/", $extra, ".wgsl")))*
+            ),
+        };)*
 
-        impl Family {
-            pub const ALL: &'static [Family] = &[$(Family::$variant),*];
-
-            pub fn name(self) -> &'static str {
-                match self { $(Family::$variant => $file),* }
-            }
-
-            pub fn source(self) -> &'static str {
-                match self {
-                    $(Family::$variant => concat!(
-                        include_str!("../../shaders/common.wgsl"),
-                        include_str!(concat!("../../shaders/", $file, ".wgsl"))
-                        $(, include_str!(concat!("../../shaders/", $extra, ".wgsl")))*
-                    )),*
-                }
-            }
-        }
+        /// Every shader family.
+        pub const FAMILIES: &[&Family] = &[$($name),*];
     };
 }
 
 families! {
-    Elementwise => "elementwise",
-    Matmul => "matmul" + "matmul_small",
-    Norm => "norm",
-    Softmax => "softmax",
-    Loss => "loss",
-    Reduce => "reduce",
-    Optimizer => "optimizer",
-    Rope => "rope",
-    Attention => "attention" + "attention_hd32",
-    Embedding => "embedding",
-    Quant => "quant",
-    Conv => "conv",
-    Sampling => "sampling",
-    Metrics => "metrics",
-    MlpFused => "mlp_fused" + "mlp_fused_serial",
+    ELEMENTWISE => "elementwise",
+    MATMUL => "matmul" + "matmul_small",
+    NORM => "norm",
+    SOFTMAX => "softmax",
+    LOSS => "loss",
+    REDUCE => "reduce",
+    OPTIMIZER => "optimizer",
+    ROPE => "rope",
+    ATTENTION => "attention" + "attention_hd32",
+    EMBEDDING => "embedding",
+    QUANT => "quant",
+    CONV => "conv",
+    SAMPLING => "sampling",
+    METRICS => "metrics",
+    MLP_FUSED => "mlp_fused" + "mlp_fused_serial",
 }
 
 /// Every kernel of every family.

@@ -5,10 +5,10 @@
 //! Shapes come from lengths: C = weight.len(), rows = x.len() / C.
 
 use super::matmul::split_reduce;
-use super::{expect_len, Family::Norm as F, Kernel, R, RW, U};
+use super::{expect_len, NORM as F, Kernel, R, RW, U};
 use crate::error::{KilnError, Result};
 use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
-use crate::tensor::Tensor;
+use crate::gpu::{Tensor, Uniform};
 
 pub const RMS_NORM: Kernel = Kernel { entry: "rms_norm", family: F, bindings: &[R, R, RW, RW, U] };
 pub const RMS_NORM_RESIDUAL: Kernel = Kernel { entry: "rms_norm_residual", family: F, bindings: &[R, R, R, RW, RW, RW, U] };
@@ -47,7 +47,7 @@ fn check_eps(eps: f32) -> Result<()> {
     }
 }
 
-fn params(gpu: &Gpu, c: usize, rows: usize, eps: f32, accumulate: bool) -> wgpu::Buffer {
+fn params(gpu: &Gpu, c: usize, rows: usize, eps: f32, accumulate: bool) -> Uniform {
     let p = NormParams { cols: c as u32, rows: rows as u32, eps, accumulate: accumulate as u32 };
     gpu.uniform("norm params", &p)
 }

@@ -6,10 +6,10 @@
 use std::marker::PhantomData;
 
 use super::reduce::{self, expect_partials, expect_scalar, partial_groups, Final, PartialParams};
-use super::{expect_len, groups_1d, Family::Optimizer as F, Kernel, R, RW, U};
+use super::{expect_len, groups_1d, OPTIMIZER as F, Kernel, R, RW, U};
 use crate::error::{ensure, Result};
 use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
-use crate::tensor::Tensor;
+use crate::gpu::{Tensor, Uniform};
 
 pub const GRADIENT_NORM_SQUARED: Kernel = Kernel { entry: "gradient_norm_squared", family: F, bindings: &[R, RW, U] };
 pub const CLIP_GRAD_BY_NORM: Kernel = Kernel { entry: "clip_grad_by_norm", family: F, bindings: &[RW, R, U] };
@@ -100,12 +100,12 @@ impl Validate for SgdParams {
 /// before running the op again; no new bind group is needed.
 pub struct UniformOp<P> {
     pub op: Op,
-    pub params: wgpu::Buffer,
+    pub params: Uniform,
     kind: PhantomData<P>,
 }
 
 impl<P: bytemuck::Pod + Validate> UniformOp<P> {
-    pub fn new(op: Op, params: wgpu::Buffer) -> UniformOp<P> {
+    pub fn new(op: Op, params: Uniform) -> UniformOp<P> {
         UniformOp { op, params, kind: PhantomData }
     }
 

@@ -3,10 +3,10 @@
 //! One layout serves a plain (B, T, H, hd) buffer and the q, k parts of a fused (B, T, 3C) qkv
 //! buffer; see `RopeConfig`.
 
-use super::{groups_1d, Family::Rope as F, Kernel, RW, U};
+use super::{groups_1d, ROPE as F, Kernel, RW, U};
 use crate::error::{KilnError, Result};
 use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
-use crate::tensor::Tensor;
+use crate::gpu::{Tensor, Uniform};
 
 pub const ROPE: Kernel = Kernel { entry: "rope", family: F, bindings: &[RW, U] };
 pub const ROPE_BACKWARD: Kernel = Kernel { entry: "rope_backward", family: F, bindings: &[RW, U] };
@@ -93,7 +93,7 @@ pub struct RopeParams {
 /// A rope dispatch and its params buffer, so decoding can move `base_pos` without a rebuild.
 pub struct RopeOp {
     pub op: Op,
-    pub params: wgpu::Buffer,
+    pub params: Uniform,
     current: RopeParams,
 }
 

@@ -2,10 +2,10 @@
 //! ties to the lower index) and a seeded draw from softmax(top-k values / temperature), with
 //! f64 references and the same counter-based RNG in Rust.
 
-use super::{expect_len, groups_1d, Family::Sampling as F, Kernel, R, RW, U};
+use super::{expect_len, groups_1d, SAMPLING as F, Kernel, R, RW, U};
 use crate::error::{KilnError, Result};
 use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
-use crate::tensor::Tensor;
+use crate::gpu::{Tensor, Uniform};
 
 pub const TOP_K: Kernel = Kernel { entry: "top_k", family: F, bindings: &[R, RW, RW, U] };
 pub const TOP_K_SAMPLE: Kernel = Kernel { entry: "top_k_sample", family: F, bindings: &[R, R, RW, U] };
@@ -71,7 +71,7 @@ pub fn top_k(gpu: &Gpu, logits: &Tensor, vocab: usize, k: usize, indices: &Tenso
 /// with [`Sampler::set`] without rebuilding the op.
 pub struct Sampler {
     pub op: Op,
-    pub params: wgpu::Buffer,
+    pub params: Uniform,
     k: u32,
     rows: u32,
 }

@@ -13,7 +13,7 @@ use crate::kernels::rope::{rope, rope_backward, RopeConfig};
 use crate::model::llama::LlamaConfig;
 use crate::model::params::ParamStore;
 use crate::model::Net;
-use crate::tensor::Tensor;
+use crate::gpu::Tensor;
 
 /// What one block saves for its backward. N = B·T rows.
 struct BlockActs {

@@ -15,7 +15,7 @@ use crate::kernels::mlp_fused::{fits, mlp_fused, FusedLayer, FusedLoss, FusedRow
 use crate::kernels::reduce::column_sum;
 use crate::model::params::{Init, ParamSpec, ParamStore};
 use crate::model::Net;
-use crate::tensor::Tensor;
+use crate::gpu::Tensor;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]

@@ -6,12 +6,13 @@ pub mod llama;
 pub mod llama_pass;
 pub mod mlp;
 pub mod params;
+pub mod training;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 use crate::gpu::{Gpu, Op};
-use crate::tensor::Tensor;
+use crate::gpu::Tensor;
 
 /// One model's dispatches for a fixed batch.
 pub struct Net {

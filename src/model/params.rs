@@ -6,7 +6,7 @@
 use crate::error::Result;
 use crate::gpu::Gpu;
 use crate::rng::Rng;
-use crate::tensor::Tensor;
+use crate::gpu::Tensor;
 
 /// How a parameter tensor starts.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -4,31 +4,26 @@
 #[cfg(target_arch = "wasm32")]
 wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
+#[macro_use]
+#[path = "../support/device_test.rs"]
+mod device_test;
+
 use kiln::kernels::elementwise::{activation, Activation};
 use kiln::{Gpu, KilnError};
 
-macro_rules! gpu_test {
-    ($name:ident, $body:ident) => {
-        #[cfg(not(target_arch = "wasm32"))]
-        #[test]
-        fn $name() {
-            pollster::block_on(async { $body(&Gpu::new().await.expect("a GPU adapter")).await })
-        }
-        #[cfg(target_arch = "wasm32")]
-        #[wasm_bindgen_test::wasm_bindgen_test]
-        async fn $name() {
-            $body(&Gpu::new().await.expect("a GPU adapter")).await
-        }
-    };
-}
-
 async fn reports_adapter(gpu: &Gpu) {
     let s = gpu.summary();
-    assert!(!s.name.is_empty(), "adapter name is empty");
+    // The summary reports the limits the device was created with.
+    let limits = gpu.limits();
+    assert_eq!(s.max_storage_binding_bytes, limits.max_storage_buffer_binding_size);
+    assert_eq!(s.max_workgroups_per_dim, limits.max_compute_workgroups_per_dimension);
     assert!(s.max_storage_binding_bytes >= 128 << 20, "WebGPU guarantees 128 MiB bindings, got {}", s.max_storage_binding_bytes);
     assert!(s.max_workgroups_per_dim >= 65_535);
+    // This suite runs on CPU adapters (llvmpipe, SwiftShader): the summary must say so.
+    let cpu_named = ["llvmpipe", "swiftshader"].iter().any(|n| s.name.to_lowercase().contains(n));
+    assert!(!cpu_named || s.cpu, "{} is a CPU adapter but the summary says cpu: false", s.name);
 }
-gpu_test!(adapter_is_reported, reports_adapter);
+device_test!(adapter_is_reported, reports_adapter, gpu);
 
 async fn grid_spills_into_y(gpu: &Gpu) {
     assert_eq!(gpu.grid(10), [10, 1, 1]);
@@ -37,7 +32,7 @@ async fn grid_spills_into_y(gpu: &Gpu) {
     gpu.set_grid_limit(4);
     assert_eq!(gpu.grid(10), [4, 3, 1]);
 }
-gpu_test!(grid_splits_past_the_limit, grid_spills_into_y);
+device_test!(grid_splits_past_the_limit, grid_spills_into_y, gpu);
 
 async fn bad_shader_is_typed(gpu: &Gpu) {
     let err = gpu.check_wgsl("broken", "@compute @workgroup_size(1) fn f() { let x: f32 = 1u; }").await;
@@ -50,7 +45,23 @@ async fn bad_shader_is_typed(gpu: &Gpu) {
     }
     gpu.check_wgsl("fine", "@compute @workgroup_size(1) fn f() {}").await.expect("valid shader");
 }
-gpu_test!(invalid_wgsl_is_a_typed_error, bad_shader_is_typed);
+device_test!(invalid_wgsl_is_a_typed_error, bad_shader_is_typed, gpu);
+
+async fn every_family_validates(gpu: &Gpu) {
+    for family in kiln::kernels::FAMILIES {
+        gpu.check_wgsl(family.name, family.source).await.unwrap_or_else(|e| panic!("{}: {e}", family.name));
+    }
+}
+device_test!(every_shader_family_validates_on_this_device, every_family_validates, gpu);
+
+async fn compiles_on_first_use(gpu: &Gpu) {
+    assert!(gpu.compiled_families().is_empty(), "a new device compiles nothing");
+    let x = gpu.tensor("x", &[8]).unwrap();
+    let y = gpu.tensor("y", &[8]).unwrap();
+    activation(gpu, Activation::Relu, &x, &y).unwrap();
+    assert_eq!(gpu.compiled_families(), ["elementwise"], "only the family of the kernel used");
+}
+device_test!(a_family_compiles_on_first_use, compiles_on_first_use, gpu);
 
 async fn oversize_is_typed(gpu: &Gpu) {
     let limit = gpu.summary().max_storage_binding_bytes.min(gpu.summary().max_buffer_bytes);
@@ -64,7 +75,7 @@ async fn oversize_is_typed(gpu: &Gpu) {
     }
     assert!(matches!(gpu.tensor("empty", &[3, 0]), Err(KilnError::InvalidInput { .. })));
 }
-gpu_test!(oversize_buffer_is_a_typed_error, oversize_is_typed);
+device_test!(oversize_buffer_is_a_typed_error, oversize_is_typed, gpu);
 
 async fn mismatches_are_typed(gpu: &Gpu) {
     let x = gpu.tensor("x", &[8]).unwrap();
@@ -74,11 +85,11 @@ async fn mismatches_are_typed(gpu: &Gpu) {
     let err = gpu.write(&x, &[1.0f32; 3]).expect_err("short write must fail");
     assert!(err.to_string().contains("expected 8 elements"), "{err}");
 }
-gpu_test!(mismatched_lengths_are_typed_errors, mismatches_are_typed);
+device_test!(mismatched_lengths_are_typed_errors, mismatches_are_typed, gpu);
 
 async fn round_trips_words(gpu: &Gpu) {
     let words: Vec<u32> = (0..1000u32).map(|i| i.wrapping_mul(2_654_435_761)).collect();
     let t = gpu.tensor_from("words", &[1000], &words).unwrap();
     assert_eq!(gpu.read_u32(&t).await.unwrap(), words);
 }
-gpu_test!(upload_and_readback_round_trip, round_trips_words);
+device_test!(upload_and_readback_round_trip, round_trips_words, gpu);

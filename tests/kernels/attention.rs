@@ -109,8 +109,8 @@ pub async fn run(gpu: &Gpu, c: &mut Checks) {
     rejects_bad_input(gpu, c).await;
 }
 
-crate::gpu_test!(attention_kernels_match_reference, run);
-crate::gpu_test!(attention_two_d_grid, two_d_grid);
+crate::device_test!(attention_kernels_match_reference, run, checks);
+crate::device_test!(attention_two_d_grid, two_d_grid, checks);
 
 #[cfg(not(target_arch = "wasm32"))]
 #[test]

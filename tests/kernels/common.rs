@@ -9,33 +9,6 @@ use kiln::{Gpu, Tensor};
 
 pub use kiln::rng::Rng;
 
-/// Defines `#[test]` natively and `#[wasm_bindgen_test]` in the browser for one async body
-/// `async fn(&Gpu, &mut Checks)`.
-#[macro_export]
-macro_rules! gpu_test {
-    ($name:ident, $body:path) => {
-        #[cfg(not(target_arch = "wasm32"))]
-        #[test]
-        fn $name() {
-            pollster::block_on(async {
-                let gpu = $crate::common::gpu().await;
-                let mut checks = $crate::common::Checks::default();
-                $body(&gpu, &mut checks).await;
-                checks.report(stringify!($name));
-            })
-        }
-
-        #[cfg(target_arch = "wasm32")]
-        #[wasm_bindgen_test::wasm_bindgen_test]
-        async fn $name() {
-            let gpu = $crate::common::gpu().await;
-            let mut checks = $crate::common::Checks::default();
-            $body(&gpu, &mut checks).await;
-            checks.report(stringify!($name));
-        }
-    };
-}
-
 pub async fn gpu() -> Gpu {
     match Gpu::new().await {
         Ok(gpu) => gpu,
@@ -51,9 +24,17 @@ pub struct Checks {
 }
 
 impl Checks {
-    /// Asserts |got - want| <= atol + rtol·|want| elementwise, crediting `entry`.
+    /// Asserts |got - want| <= atol + rtol·|want| elementwise, crediting `entry`. A NaN fails,
+    /// on either side: a reference that is NaN by accident must not pass a GPU that is too.
     pub fn close(&mut self, entry: &'static str, label: &str, got: &[f32], want: &[f64], atol: f64, rtol: f64) {
         assert_close(&format!("{entry}: {label}"), got, want, atol, rtol);
+        self.pass(entry);
+    }
+
+    /// `close` for outputs that are meant to be NaN somewhere (a bad target, a NaN input): there
+    /// a NaN on both sides passes.
+    pub fn close_or_nan(&mut self, entry: &'static str, label: &str, got: &[f32], want: &[f64], atol: f64, rtol: f64) {
+        compare(&format!("{entry}: {label}"), got, want, atol, rtol, true);
         self.pass(entry);
     }
 
@@ -80,13 +61,18 @@ impl Checks {
     }
 }
 
+/// |got - want| <= atol + rtol·|want| elementwise; any NaN fails (see `Checks::close_or_nan`).
 pub fn assert_close(label: &str, got: &[f32], want: &[f64], atol: f64, rtol: f64) {
+    compare(label, got, want, atol, rtol, false);
+}
+
+fn compare(label: &str, got: &[f32], want: &[f64], atol: f64, rtol: f64, nan_meant: bool) {
     assert_eq!(got.len(), want.len(), "{label}: length");
     let mut bad: Vec<(usize, f64)> = (0..got.len())
         .filter_map(|i| {
             let (g, w) = (got[i] as f64, want[i]);
             let err = (g - w).abs();
-            let ok = err <= atol + rtol * w.abs() || (g.is_nan() && w.is_nan()) || g == w;
+            let ok = err <= atol + rtol * w.abs() || (nan_meant && g.is_nan() && w.is_nan()) || g == w;
             (!ok).then_some((i, err))
         })
         .collect();

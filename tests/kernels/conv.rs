@@ -40,7 +40,7 @@ pub async fn conv1d(gpu: &Gpu, c: &mut Checks) {
     }
 }
 
-crate::gpu_test!(conv_kernels_match_reference, conv1d);
+crate::device_test!(conv_kernels_match_reference, conv1d, checks);
 
 /// The reference against a hand-computed case: edges see zero padding, the middle all taps.
 #[cfg(not(target_arch = "wasm32"))]

@@ -119,8 +119,8 @@ pub async fn run(gpu: &Gpu, c: &mut Checks) {
     silu_gate(gpu, c).await;
 }
 
-crate::gpu_test!(elementwise_kernels_match_reference, run);
-crate::gpu_test!(elementwise_two_d_grid_at_device_limit, huge_silu);
+crate::device_test!(elementwise_kernels_match_reference, run, checks);
+crate::device_test!(elementwise_two_d_grid_at_device_limit, huge_silu, checks);
 
 #[cfg(not(target_arch = "wasm32"))]
 #[test]

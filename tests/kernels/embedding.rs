@@ -71,7 +71,7 @@ pub async fn run(gpu: &Gpu, c: &mut Checks) {
     assert_eq!(field(emb::embedding_backward(gpu, &out, &tt, &odd)), "odd");
 }
 
-crate::gpu_test!(embedding_kernels_match_reference, run);
+crate::device_test!(embedding_kernels_match_reference, run, checks);
 
 #[cfg(not(target_arch = "wasm32"))]
 #[test]

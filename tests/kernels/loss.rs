@@ -137,7 +137,7 @@ pub async fn run(gpu: &Gpu, c: &mut Checks) {
     mse(gpu, c).await;
 }
 
-crate::gpu_test!(loss_kernels_match_reference, run);
+crate::device_test!(loss_kernels_match_reference, run, checks);
 
 #[cfg(not(target_arch = "wasm32"))]
 #[test]

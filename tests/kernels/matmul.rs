@@ -165,8 +165,8 @@ pub async fn run(gpu: &Gpu, c: &mut Checks) {
     rejects_bad_lengths(gpu, c).await;
 }
 
-crate::gpu_test!(matmul_kernels_match_reference, run);
-crate::gpu_test!(matmul_two_d_grid, two_d_grid);
+crate::device_test!(matmul_kernels_match_reference, run, checks);
+crate::device_test!(matmul_two_d_grid, two_d_grid, checks);
 
 /// Y = X·Wᵀ with L = Σ G∘Y: dL/dX = G·W and dL/dW = Gᵀ·X, via the reference matmul.
 #[cfg(not(target_arch = "wasm32"))]

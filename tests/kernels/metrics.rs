@@ -44,4 +44,4 @@ pub async fn run(gpu: &Gpu, c: &mut Checks) {
     }
 }
 
-crate::gpu_test!(metrics_kernel_matches_reference, run);
+crate::device_test!(metrics_kernel_matches_reference, run, checks);

@@ -103,8 +103,8 @@ async fn rejects_unfit(gpu: &Gpu, _c: &mut Checks) {
     assert!(err.to_string().contains("width ≤ 32"), "{err}");
 }
 
-crate::gpu_test!(mlp_fused_kernels_match_reference, run);
-crate::gpu_test!(mlp_fused_rejects_layers_it_cannot_take, rejects_unfit);
+crate::device_test!(mlp_fused_kernels_match_reference, run, checks);
+crate::device_test!(mlp_fused_rejects_layers_it_cannot_take, rejects_unfit, checks);
 
 #[cfg(not(target_arch = "wasm32"))]
 #[test]

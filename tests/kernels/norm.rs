@@ -104,8 +104,8 @@ pub async fn run(gpu: &Gpu, c: &mut Checks) {
     backward(gpu, c).await;
 }
 
-crate::gpu_test!(norm_kernels_match_reference, run);
-crate::gpu_test!(norm_wrappers_reject_bad_input, validation);
+crate::device_test!(norm_kernels_match_reference, run, checks);
+crate::device_test!(norm_wrappers_reject_bad_input, validation, checks);
 
 #[cfg(not(target_arch = "wasm32"))]
 #[test]

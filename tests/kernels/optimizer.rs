@@ -226,4 +226,4 @@ pub async fn run(gpu: &Gpu, c: &mut Checks) {
     rejects_bad_input(gpu, c).await;
 }
 
-crate::gpu_test!(optimizer_kernels_match_reference, run);
+crate::device_test!(optimizer_kernels_match_reference, run, checks);

@@ -150,7 +150,7 @@ pub async fn run(gpu: &Gpu, c: &mut Checks) {
     casts(gpu, c).await;
 }
 
-crate::gpu_test!(quant_kernels_match_reference, run);
+crate::device_test!(quant_kernels_match_reference, run, checks);
 
 /// The references against IEEE facts: every non-NaN half round-trips, NaNs stay NaN both
 /// ways, and rounding matches a brute-force nearest-half search (ties to the even encoding).

@@ -131,7 +131,7 @@ pub async fn run(gpu: &Gpu, c: &mut Checks) {
     rejects_bad_input(gpu, c).await;
 }
 
-crate::gpu_test!(reduce_kernels_match_reference, run);
+crate::device_test!(reduce_kernels_match_reference, run, checks);
 
 #[cfg(not(target_arch = "wasm32"))]
 #[test]

@@ -99,9 +99,9 @@ pub async fn validation(gpu: &Gpu, _c: &mut Checks) {
     assert_eq!(field(RopeConfig { seq_len: 3, ..good }), "qkv"); // 10 tokens are not whole sequences of 3
 }
 
-crate::gpu_test!(rope_kernels_match_reference, run);
-crate::gpu_test!(rope_decode_moves_base_pos, decode_positions);
-crate::gpu_test!(rope_rejects_bad_config, validation);
+crate::device_test!(rope_kernels_match_reference, run, checks);
+crate::device_test!(rope_decode_moves_base_pos, decode_positions, checks);
+crate::device_test!(rope_rejects_bad_config, validation, checks);
 
 #[cfg(not(target_arch = "wasm32"))]
 #[test]

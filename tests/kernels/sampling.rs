@@ -168,8 +168,8 @@ pub async fn sampling_statistics(gpu: &Gpu, c: &mut Checks) {
     assert!(chi2 < 25.74, "chi-square {chi2:.2} over 5 dof: counts {counts:?}, probabilities {probs:?}");
 }
 
-crate::gpu_test!(sampling_top_k_matches_reference, top_k);
-crate::gpu_test!(sampling_frequencies_match_softmax, sampling_statistics);
+crate::device_test!(sampling_top_k_matches_reference, top_k, checks);
+crate::device_test!(sampling_frequencies_match_softmax, sampling_statistics, checks);
 
 /// The references on hand-made rows: ties to the lower index, ±0 tie, greedy at T = 0.
 #[cfg(not(target_arch = "wasm32"))]

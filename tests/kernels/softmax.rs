@@ -88,7 +88,7 @@ pub async fn run(gpu: &Gpu, c: &mut Checks) {
     assert!(matches!(bad, Err(kiln::KilnError::InvalidInput { field, .. }) if field == "seq_len"));
 }
 
-crate::gpu_test!(softmax_kernels_match_reference, run);
+crate::device_test!(softmax_kernels_match_reference, run, checks);
 
 #[cfg(not(target_arch = "wasm32"))]
 #[test]

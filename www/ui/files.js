@@ -47,9 +47,8 @@ export function wireFiles({ plot, send, showError, apply, cancelApply }) {
     if (form.modelKind() !== 'mlp') return;
     if ($('pt-task').value !== 'custom') {
       // Clicking a generated set starts your own points of the same kind.
-      form.custom.kind = form.isRegressionTask() ? 'regression' : 'classes';
+      form.startPoints(form.isRegressionTask() ? 'regression' : 'classes');
       $('pt-task').value = 'custom';
-      form.clearPoints();
       form.syncVisibility();
     }
     if (form.custom.points.length >= form.MAX_CUSTOM_POINTS) return;

@@ -70,6 +70,12 @@ export function clearPoints() {
   custom.csv = '';
 }
 
+/** Starts your own points afresh, of one kind: 'classes' (x,y,label) or 'regression' (x,target). */
+export function startPoints(kind) {
+  custom.kind = kind;
+  clearPoints();
+}
+
 /** Your own points as the worker parsed them from `csv` ({inputs, labels | targets, inputDim}). */
 export function setParsedPoints(csv, parsed) {
   const regression = parsed.inputDim === 1;

@@ -8,7 +8,7 @@ use crate::error::{ensure, KilnError, Result};
 use crate::gpu::Op;
 use crate::model::ModelConfig;
 use crate::rng::Rng;
-use crate::train::Session;
+use crate::session::Session;
 
 /// How to continue a prompt; every field may be left out (JS names them in camelCase).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

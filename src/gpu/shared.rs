@@ -2,8 +2,7 @@
 //! partials and the placeholder bound where a kernel's optional binding goes unused.
 
 use crate::error::Result;
-use crate::gpu::Gpu;
-use crate::tensor::Tensor;
+use crate::gpu::{Gpu, Tensor};
 
 impl Gpu {
     /// A view of `len` words of one scratch buffer shared by every caller, for data that lives

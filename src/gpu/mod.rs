@@ -1,17 +1,32 @@
-//! `Gpu`: the one place that touches wgpu's setup. It owns the device and queue, reports the
-//! adapter and its limits, compiles every shader family once, caches one pipeline per entry
-//! point (with an explicit bind-group layout), creates exact-size buffers, and reads results
-//! back asynchronously. Native and browser share this code; only polling differs.
+//! The runtime layer: the only code that names a wgpu type. `Gpu` owns the device and queue,
+//! reports the adapter and its limits, compiles a shader family the first time one of its
+//! kernels is used, caches one pipeline per entry point (with an explicit bind-group layout),
+//! creates exact-size buffers and builds dispatches (`Op`). The rest of the runtime, one
+//! concept a file: kernel descriptors (kernel.rs), tensors (tensor.rs) and their live count
+//! (live.rs), the encoding shapes a step submits and staged maps (encoding.rs), async readback
+//! (readback.rs), shared scratch (shared.rs), shader modules (modules.rs). Native and browser
+//! share this code; only polling differs. `kernels/` depends on this module, never the reverse.
+
+mod encoding;
+mod kernel;
+mod live;
+mod modules;
+mod readback;
+mod shared;
+mod tensor;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
+pub use encoding::{Command, Staging};
+pub use kernel::{Access, Family, Kernel};
+pub use live::{Live, LiveCounters};
+pub use tensor::Tensor;
+
 use crate::error::{KilnError, Result};
-use crate::kernels::{Access, Family, Kernel};
-use crate::live::{Live, LiveCounters, Tracked};
-use crate::shader_modules::{compile_families, compile_module};
-use crate::tensor::Tensor;
+use live::Tracked;
+use modules::compile_module;
 
 /// What the page and the CLI show about the GPU in use.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -38,10 +53,14 @@ struct Pipeline {
     layout: wgpu::BindGroupLayout,
 }
 
+/// A uniform buffer of a kernel's params struct, written once or rewritten per step.
+#[derive(Clone, Debug)]
+pub struct Uniform(wgpu::Buffer);
+
 /// One argument of a dispatch, in binding order.
 pub enum Arg<'a> {
     T(&'a Tensor),
-    U(&'a wgpu::Buffer),
+    U(&'a Uniform),
 }
 
 /// A ready-to-encode dispatch: pipeline, bind group and workgroup count, built once.
@@ -56,7 +75,7 @@ pub struct Op {
 }
 
 impl Op {
-    pub fn encode(&self, pass: &mut wgpu::ComputePass<'_>) {
+    fn encode(&self, pass: &mut wgpu::ComputePass<'_>) {
         pass.set_pipeline(&self.pipeline);
         pass.set_bind_group(0, &self.bind_group, &[]);
         let [x, y, z] = self.workgroups;
@@ -65,11 +84,12 @@ impl Op {
 }
 
 pub struct Gpu {
-    pub device: wgpu::Device,
-    pub queue: wgpu::Queue,
+    device: wgpu::Device,
+    queue: wgpu::Queue,
     info: wgpu::AdapterInfo,
     limits: wgpu::Limits,
-    modules: HashMap<Family, wgpu::ShaderModule>,
+    /// Shader modules by family name, compiled on first use (modules.rs).
+    modules: Mutex<HashMap<&'static str, wgpu::ShaderModule>>,
     pipelines: Mutex<HashMap<&'static str, Arc<Pipeline>>>,
     /// Largest workgroup count per grid dimension; tests lower it to exercise the 2-D grid.
     grid_limit: AtomicU32,
@@ -79,15 +99,15 @@ pub struct Gpu {
     lost: Arc<Mutex<Option<String>>>,
     /// Storage buffers alive (see `live.rs`).
     live: Arc<LiveCounters>,
-    /// The shared scratch buffer (see shared_buffers.rs).
-    pub(crate) scratch: Mutex<Option<Tensor>>,
-    /// (4) zeros, bound where a kernel's optional binding is unused (see shared_buffers.rs).
-    pub(crate) placeholder: Mutex<Option<Tensor>>,
+    /// The shared scratch buffer (see shared.rs).
+    scratch: Mutex<Option<Tensor>>,
+    /// (4) zeros, bound where a kernel's optional binding is unused (see shared.rs).
+    placeholder: Mutex<Option<Tensor>>,
 }
 
 impl Gpu {
-    /// Acquires the best adapter (high performance), a device with the adapter's own limits,
-    /// and validates every shader family. Same code natively and in the browser.
+    /// Acquires the best adapter (high performance) and a device with the adapter's own
+    /// limits. Same code natively and in the browser; no shader is compiled yet.
     pub async fn new() -> Result<Gpu> {
         let instance = wgpu::Instance::new(instance_descriptor());
         let adapter = instance
@@ -117,13 +137,12 @@ impl Gpu {
             };
             lost_sink.lock().map(|mut l| *l = Some(why)).ok();
         });
-        let modules = compile_families(&device).await?;
         Ok(Gpu {
             device,
             queue,
             info: adapter.get_info(),
             limits,
-            modules,
+            modules: Mutex::new(HashMap::new()),
             pipelines: Mutex::new(HashMap::new()),
             grid_limit: AtomicU32::new(65_535),
             uncaptured,
@@ -228,7 +247,7 @@ impl Gpu {
     }
 
     /// A uniform buffer holding `params`, written once (or rewritten with `write_uniform`).
-    pub fn uniform<T: bytemuck::Pod>(&self, name: &str, params: &T) -> wgpu::Buffer {
+    pub fn uniform<T: bytemuck::Pod>(&self, name: &str, params: &T) -> Uniform {
         let bytes = bytemuck::bytes_of(params);
         let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some(name),
@@ -237,11 +256,11 @@ impl Gpu {
             mapped_at_creation: false,
         });
         self.queue.write_buffer(&buffer, 0, bytes);
-        buffer
+        Uniform(buffer)
     }
 
-    pub fn write_uniform<T: bytemuck::Pod>(&self, buffer: &wgpu::Buffer, params: &T) {
-        self.queue.write_buffer(buffer, 0, bytemuck::bytes_of(params));
+    pub fn write_uniform<T: bytemuck::Pod>(&self, uniform: &Uniform, params: &T) {
+        self.queue.write_buffer(&uniform.0, 0, bytemuck::bytes_of(params));
     }
 
     /// Builds a dispatch of `kernel` over `args` (in binding order).
@@ -257,7 +276,7 @@ impl Gpu {
                 binding: i as u32,
                 resource: match arg {
                     Arg::T(t) => t.binding(),
-                    Arg::U(b) => b.as_entire_binding(),
+                    Arg::U(u) => u.0.as_entire_binding(),
                 },
             })
             .collect();
@@ -296,7 +315,7 @@ impl Gpu {
         let pipeline = self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some(kernel.entry),
             layout: Some(&pipeline_layout),
-            module: &self.modules[&kernel.family],
+            module: &self.module(kernel.family),
             entry_point: Some(kernel.entry),
             compilation_options: Default::default(),
             cache: None,
@@ -306,15 +325,7 @@ impl Gpu {
 
     /// Encodes `ops` in order into one compute pass and submits them.
     pub fn run(&self, ops: &[&Op]) -> Result<()> {
-        let mut encoder = self.device.create_command_encoder(&Default::default());
-        {
-            let mut pass = encoder.begin_compute_pass(&Default::default());
-            for op in ops {
-                op.encode(&mut pass);
-            }
-        }
-        self.queue.submit([encoder.finish()]);
-        self.check_errors()
+        self.submit(&[Command::Pass(ops)])
     }
 
     /// Why the device was lost, if it has been. Natively the loss is noticed when the device is

@@ -1,18 +1,28 @@
-//! Compiling the shader families into modules, once per device, inside an error scope so that
-//! a shader that fails validation is a typed `ShaderValidation` error rather than a panic.
-
-use std::collections::HashMap;
+//! Compiling shader families into modules. A device compiles a family the first time one of
+//! its kernels is used (`Gpu::module`), so a run builds only the families it needs; every
+//! family is validated on every adapter by the tests (`check_wgsl`, and the kernel checks). A
+//! shader rejected at first use is reported by wgpu like any validation error, at the next
+//! `check_errors`; `check_wgsl` validates inside an error scope, as a typed `ShaderValidation`.
 
 use crate::error::{KilnError, Result};
-use crate::kernels::Family;
+use crate::gpu::{Family, Gpu};
 
-/// Compiles every shader family inside an error scope so a bad shader is a typed error.
-pub(crate) async fn compile_families(device: &wgpu::Device) -> Result<HashMap<Family, wgpu::ShaderModule>> {
-    let mut modules = HashMap::new();
-    for &family in Family::ALL {
-        modules.insert(family, compile_module(device, family.name(), family.source()).await?);
+impl Gpu {
+    /// The family's module, compiled on first use.
+    pub(crate) fn module(&self, family: &'static Family) -> wgpu::ShaderModule {
+        let mut modules = self.modules.lock().unwrap_or_else(|p| p.into_inner());
+        modules
+            .entry(family.name)
+            .or_insert_with(|| create_module(&self.device, wgpu::ShaderModuleDescriptor { label: Some(family.name), source: wgpu::ShaderSource::Wgsl(family.source.into()) }))
+            .clone()
     }
-    Ok(modules)
+
+    /// The families compiled on this device so far.
+    pub fn compiled_families(&self) -> Vec<&'static str> {
+        let mut names: Vec<&'static str> = self.modules.lock().unwrap_or_else(|p| p.into_inner()).keys().copied().collect();
+        names.sort_unstable();
+        names
+    }
 }
 
 pub(crate) async fn compile_module(device: &wgpu::Device, label: &'static str, source: &str) -> Result<wgpu::ShaderModule> {

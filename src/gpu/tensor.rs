@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use crate::live::Tracked;
+use crate::gpu::live::Tracked;
 
 #[derive(Clone, Debug)]
 pub struct Tensor {

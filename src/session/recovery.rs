@@ -1,9 +1,9 @@
-//! Device-loss recovery. Every `every` steps a session copies its whole state (weights and the
-//! optimizer's m and v) into mappable buffers, in the same queue as training, and maps them.
-//! When the device is lost (driver reset, `destroy()`, the browser reclaiming it),
-//! `Session::recover` acquires a new device, rebuilds the run from its config and uploads the
-//! latest snapshot; because data sampling and every kernel are deterministic, the redone steps
-//! are the very same steps.
+//! In-memory snapshots for device-loss recovery. Every `every` steps a session copies its whole
+//! state (weights and the optimizer's m and v) into mappable buffers, in the same queue as
+//! training, and maps them. When the device is lost (driver reset, `destroy()`, the browser
+//! reclaiming it), `Session::recover` (recover.rs) acquires a new device, rebuilds the run from
+//! its config and uploads the latest snapshot; because data sampling and every kernel are
+//! deterministic, the redone steps are the very same steps.
 //!
 //! When a snapshot reaches the CPU differs by platform. Natively the steps after a copy poll
 //! for it without blocking, so it lands as soon as the GPU has run it, and at most `every`
@@ -18,10 +18,9 @@ use std::sync::{Arc, Mutex};
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::gpu::Gpu;
+use crate::gpu::{Gpu, Staging};
 use crate::model::params::ParamStore;
 use crate::rng::Rng;
-use crate::train::Session;
 
 /// Steps between two snapshots unless the session is told otherwise, for models of up to a
 /// million parameters; see `default_every`.
@@ -65,8 +64,8 @@ struct Shared {
 
 pub struct Snapshots {
     every: u64,
-    /// (P) f32 each, MAP_READ | COPY_DST: weights, m, v on their way to the CPU.
-    staging: [wgpu::Buffer; 3],
+    /// (P) f32 each: weights, m, v on their way to the CPU.
+    staging: [Staging; 3],
     /// The step of the last copy started (or restored).
     last: u64,
     shared: Arc<Mutex<Shared>>,
@@ -92,14 +91,7 @@ pub struct Recovered {
 
 impl Snapshots {
     pub fn new(gpu: &Gpu, params: &ParamStore) -> Snapshots {
-        let staging = ["weights", "optimizer m", "optimizer v"].map(|name| {
-            gpu.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some(name),
-                size: params.weights.bytes(),
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            })
-        });
+        let staging = ["weights", "optimizer m", "optimizer v"].map(|name| Staging::new(gpu, name, params.weights.bytes()));
         Snapshots { every: default_every(params.count()), staging, last: 0, shared: Arc::default() }
     }
 
@@ -136,7 +128,7 @@ impl Snapshots {
         if step.is_multiple_of(self.every) {
             self.capture(gpu, params, step, rng);
         } else if self.lock().in_flight.is_some() {
-            gpu.device.poll(wgpu::PollType::Poll).ok();
+            gpu.poll();
         }
     }
 
@@ -160,19 +152,12 @@ impl Snapshots {
             shared.in_flight = Some(InFlight { step, rng: rng.state(), generation, parts: [None, None, None], failed: false });
         }
         self.last = step;
-        let mut encoder = gpu.device.create_command_encoder(&Default::default());
-        for (t, staging) in [&params.weights, &params.m, &params.v].into_iter().zip(&self.staging) {
-            encoder.copy_buffer_to_buffer(t.buffer(), t.offset(), staging, 0, t.bytes());
-        }
-        gpu.queue.submit([encoder.finish()]);
+        let [w, m, v] = &self.staging;
+        Staging::copy_in(gpu, &[(&params.weights, w), (&params.m, m), (&params.v, v)]);
         for (part, staging) in self.staging.iter().enumerate() {
-            let (buffer, shared) = (staging.clone(), self.shared.clone());
-            staging.map_async(wgpu::MapMode::Read, .., move |mapped| {
-                let words = mapped.ok().and_then(|_| {
-                    let words = buffer.get_mapped_range(..).ok().map(|b| bytemuck::cast_slice::<u8, f32>(&b).to_vec());
-                    buffer.unmap();
-                    words
-                });
+            let shared = self.shared.clone();
+            staging.map(move |bytes| {
+                let words = bytes.map(|b| bytemuck::cast_slice::<u8, f32>(&b).to_vec());
                 land(&mut shared.lock().unwrap_or_else(|p| p.into_inner()), part, words);
             });
         }
@@ -197,37 +182,5 @@ fn land(shared: &mut Shared, part: usize, words: Option<Vec<f32>>) {
     if !done.failed && done.generation == shared.generation {
         let [w, m, v] = done.parts.map(Option::unwrap_or_default);
         shared.latest = Some(Snapshot { step: done.step, rng: done.rng, state: Arc::new([w, m, v]) });
-    }
-}
-
-impl Session {
-    /// Rebuilds this run on a newly acquired device from the latest snapshot (or from its
-    /// seeded start when none has landed yet), after the device was lost. Metrics restart at
-    /// the snapshot's step; steps after it are trained again, identically.
-    pub async fn recover(&mut self) -> Result<Recovered> {
-        let reason = self.gpu.lost().unwrap_or_else(|| "recovery was asked for; the device was not lost".into());
-        let latest = self.snapshots.latest();
-        let mut fresh = Session::with_gpu(Gpu::new().await?, self.cfg.clone())?;
-        fresh.snapshots.set_every(self.snapshots.every());
-        if let Some(snapshot) = latest {
-            fresh.restore(&snapshot)?;
-        }
-        fresh.skipped_steps = self.skipped_steps;
-        let report = Recovered { reason, lost_at: self.step, resumed_at: fresh.step };
-        *self = fresh;
-        Ok(report)
-    }
-
-    /// Uploads a snapshot's state and continues from its step.
-    pub(crate) fn restore(&mut self, snapshot: &Snapshot) -> Result<()> {
-        let [w, m, v] = &*snapshot.state;
-        self.gpu.write(&self.params.weights, w)?;
-        self.gpu.write(&self.params.m, m)?;
-        self.gpu.write(&self.params.v, v)?;
-        self.step = snapshot.step;
-        self.rng = Rng::from_state(snapshot.rng);
-        self.reset_metrics_cursor();
-        self.snapshots.set_latest(snapshot.clone());
-        Ok(())
     }
 }

@@ -14,8 +14,8 @@ use crate::error::{KilnError, Result};
 use crate::gpu::Gpu;
 use crate::model::params::Layout;
 use crate::model::ModelConfig;
-use crate::recovery::Snapshot;
-use crate::train::Session;
+use crate::session::recovery::Snapshot;
+use crate::session::Session;
 
 const FORMAT: &str = "kiln-checkpoint-1";
 /// Largest checkpoint accepted: more than any model a playground trains.

@@ -1,0 +1,51 @@
+//! The training pass a model hands the session: one micro-batch's forward, loss and backward,
+//! as the model family builds it — the fused two-dispatch pass of mlp_fused.wgsl for a small
+//! MLP, layer by layer (with the loss kernels between) for anything else — so the session never
+//! builds a pass only to discard it.
+
+use crate::error::Result;
+use crate::gpu::{Gpu, Op, Tensor};
+use crate::kernels::loss::{cross_entropy, mse_loss, mse_loss_backward};
+use crate::model::params::ParamStore;
+use crate::model::{ModelConfig, Net};
+
+pub struct TrainingPass {
+    /// The batch's inputs: (B, input_dim) f32 for an MLP, (B·T) u32 tokens for a Llama
+    pub input: Tensor,
+    /// Forward, loss and backward dispatches, in order; backward accumulates into the grads.
+    pub ops: Vec<Op>,
+}
+
+impl ModelConfig {
+    /// The pass for `batch` examples. `targets`: (rows) labels or next tokens, or (rows, 1)
+    /// regression targets; `loss`: (1) the batch's mean loss, written by the pass.
+    pub fn training_pass(&self, gpu: &Gpu, params: &ParamStore, batch: usize, targets: &Tensor, loss: &Tensor, regression: bool) -> Result<TrainingPass> {
+        if let ModelConfig::Mlp(m) = self {
+            if m.fusable() {
+                // (B, input_dim)
+                let input = gpu.tensor("mlp input", &[batch, m.input_dim])?;
+                let ops = m.fused_pass(gpu, params, &input, targets, loss, regression)?;
+                return Ok(TrainingPass { input, ops });
+            }
+        }
+        let net = self.build(gpu, params, batch, true)?;
+        let loss_ops = loss_ops(gpu, &net, targets, loss, regression)?;
+        let Net { input, forward, backward, .. } = net;
+        Ok(TrainingPass { input, ops: forward.into_iter().chain(loss_ops).chain(backward).collect() })
+    }
+}
+
+/// Mean squared error or cross-entropy of the net's output, writing `loss` and `d_output`.
+fn loss_ops(gpu: &Gpu, net: &Net, targets: &Tensor, loss: &Tensor, regression: bool) -> Result<Vec<Op>> {
+    if regression {
+        // (1) d loss / d loss = 1, the seed of the backward pass
+        let dloss = gpu.tensor_from("dloss", &[1], &[1.0f32])?;
+        let mut ops = mse_loss(gpu, &net.output, targets, loss)?;
+        ops.push(mse_loss_backward(gpu, &net.output, targets, &dloss, &net.d_output)?);
+        Ok(ops)
+    } else {
+        // (rows) each row's cross-entropy, averaged into `loss`
+        let row_loss = gpu.tensor("row loss", &[net.output.shape()[0]])?;
+        cross_entropy(gpu, &net.output, targets, &row_loss, loss, &net.d_output)
+    }
+}

@@ -1,0 +1,102 @@
+//! Evaluation and predictions: a whole point split, or consecutive windows of a text split,
+//! scored in f64 from one forward pass per training batch of examples.
+
+use serde::Serialize;
+
+use crate::error::{ensure, KilnError, Result};
+use crate::gpu::Op;
+use crate::session::Session;
+
+/// Scores of a whole split (up to `MAX_EVAL_TOKENS` tokens of text).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct Evaluation {
+    /// Mean cross-entropy (nats) or mean squared error.
+    pub loss: f64,
+    /// Fraction of correct classes or next tokens; null for regression.
+    pub accuracy: Option<f64>,
+    /// Points, or next-token predictions, scored.
+    pub scored: usize,
+    /// Points, or next tokens, in the split: `scored` is all of them unless a text split holds
+    /// more than 4 batches of windows or 16,384 tokens (then its first windows are scored).
+    pub available: usize,
+}
+
+/// Most next-token predictions one evaluation scores: the first windows of a longer split.
+pub const MAX_EVAL_TOKENS: usize = 16_384;
+/// Most training batches of windows one evaluation scores (so it costs about one step).
+pub const EVAL_BATCHES: usize = 4;
+
+impl Session {
+    /// Model outputs (rows, outputs) for a batch of `examples` inputs: (examples, input_dim) f32
+    /// points for an MLP, (examples·context) u32 tokens for a Llama.
+    pub async fn predict<T: bytemuck::Pod>(&self, examples: usize, inputs: &[T]) -> Result<Vec<f32>> {
+        ensure(examples >= 1, "inputs", || "at least one example is needed".into())?;
+        let net = self.cfg.model.build(&self.gpu, &self.params, examples, false)?;
+        self.gpu.write(&net.input, inputs)?;
+        let ops: Vec<&Op> = net.forward.iter().collect();
+        self.gpu.run(&ops)?;
+        self.gpu.read_f32(&net.output).await
+    }
+
+    /// Loss and accuracy (none for regression) on the validation or training split: every point
+    /// of a point set; for text, consecutive windows from the split's start, every token of
+    /// the split up to `EVAL_BATCHES` batches and `MAX_EVAL_TOKENS` (the result says how many).
+    pub async fn evaluate(&self, validation: bool) -> Result<Evaluation> {
+        let outputs = self.cfg.model.outputs();
+        if let Some(set) = self.data.points(validation) {
+            ensure(!set.is_empty(), "data", || "the split is empty".into())?;
+            let out = self.predict(set.len(), &set.inputs).await?;
+            let e = if set.labels.is_empty() { mse(&out, &set.targets) } else { classify(&out, &set.labels, outputs) };
+            return Ok(Evaluation { scored: set.len(), available: set.len(), ..e });
+        }
+        let (corpus, context) = (self.data.corpus().ok_or_else(|| KilnError::invalid("data", "text data expected"))?, self.cfg.model.rows_per_example());
+        // At most four training batches of windows: an evaluation costs about one training step.
+        let most = (MAX_EVAL_TOKENS / context).min(EVAL_BATCHES * self.cfg.batch);
+        let (x, y, windows) = corpus.windows(context, validation, most);
+        let out = self.predict_in_runs(windows, &x, self.cfg.batch).await?;
+        let e = classify(&out, &y, outputs);
+        Ok(Evaluation { scored: y.len(), available: corpus.range(validation).len() - 1, ..e })
+    }
+
+    /// `predict` for many examples through one net of `per_run` examples, run as often as needed
+    /// (the last run padded with copies of the first example, whose outputs are dropped).
+    async fn predict_in_runs<T: bytemuck::Pod>(&self, examples: usize, inputs: &[T], per_run: usize) -> Result<Vec<f32>> {
+        let per_run = per_run.clamp(1, examples.max(1));
+        let stride = inputs.len() / examples.max(1);
+        let row = self.cfg.model.rows_per_example() * self.cfg.model.outputs();
+        let net = self.cfg.model.build(&self.gpu, &self.params, per_run, false)?;
+        let ops: Vec<&Op> = net.forward.iter().collect();
+        let mut out = Vec::with_capacity(examples * row);
+        for first in (0..examples).step_by(per_run) {
+            let n = per_run.min(examples - first);
+            let mut chunk = inputs[first * stride..(first + n) * stride].to_vec();
+            chunk.extend((n * stride..per_run * stride).map(|i| inputs[i % stride]));
+            self.gpu.write(&net.input, &chunk)?;
+            self.gpu.run(&ops)?;
+            out.extend_from_slice(&self.gpu.read_f32(&net.output).await?[..n * row]);
+        }
+        Ok(out)
+    }
+}
+
+fn mse(out: &[f32], targets: &[f32]) -> Evaluation {
+    let n = targets.len().max(1);
+    let loss = out.iter().zip(targets).map(|(&o, &t)| (o as f64 - t as f64).powi(2)).sum::<f64>() / n as f64;
+    Evaluation { loss, accuracy: None, scored: 0, available: 0 }
+}
+
+/// Mean cross-entropy and accuracy of rows of logits, in f64.
+fn classify(out: &[f32], labels: &[u32], classes: usize) -> Evaluation {
+    let (mut loss, mut correct) = (0.0, 0usize);
+    for (i, &label) in labels.iter().enumerate() {
+        let row: Vec<f64> = out[i * classes..(i + 1) * classes].iter().map(|&x| x as f64).collect();
+        let max = row.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let lse = max + row.iter().map(|x| (x - max).exp()).sum::<f64>().ln();
+        loss += lse - row[label as usize];
+        let argmax = (0..classes).max_by(|&a, &b| row[a].total_cmp(&row[b])).unwrap_or(0);
+        correct += usize::from(argmax == label as usize);
+    }
+    let n = labels.len().max(1) as f64;
+    Evaluation { loss: loss / n, accuracy: Some(correct as f64 / n), scored: 0, available: 0 }
+}

@@ -1,0 +1,147 @@
+//! `Session`: one training run. It validates a config, builds the data, the model's training
+//! pass and the optimizer once; then each step is a batch upload, a few uniform writes, and one
+//! submission per micro-batch (step.rs). Metrics are read back asynchronously, many steps at a
+//! time. Its parts, each a child module with `impl Session`: the training step (step.rs),
+//! evaluation and predictions (evaluate.rs), in-memory snapshots (recovery.rs) and rebuilding
+//! on a new device (recover.rs), checkpoints (checkpoint.rs), text generation (generate.rs).
+
+pub mod checkpoint;
+pub mod evaluate;
+pub mod generate;
+mod recover;
+pub mod recovery;
+mod step;
+
+use serde::Serialize;
+
+use crate::config::SessionConfig;
+use crate::data::batches::Batches;
+use crate::error::Result;
+use crate::fit::check_fits;
+use crate::gpu::{Gpu, Op, Tensor};
+use crate::kernels::metrics::{record_metrics, MetricsBuffers, MetricsParams};
+use crate::kernels::optimizer::UniformOp;
+use crate::model::params::ParamStore;
+use crate::model::training::TrainingPass;
+use crate::model::ModelConfig;
+use crate::optim::Optimizer;
+use crate::rng::Rng;
+use recovery::Snapshots;
+
+/// Steps of metrics the GPU ring holds between two readbacks.
+pub const METRIC_SLOTS: usize = 1024;
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct StepMetrics {
+    pub step: u64,
+    pub loss: f32,
+    pub grad_norm: f32,
+    /// The gradient norm was not finite, so the GPU skipped this step's update.
+    pub skipped: bool,
+}
+
+/// Non-finite steps in a row after which `read_metrics` stops the run with `Diverged`.
+pub const MAX_SKIPS_IN_A_ROW: u64 = 8;
+
+
+pub struct Session {
+    pub gpu: Gpu,
+    pub cfg: SessionConfig,
+    pub params: ParamStore,
+    pub data: Batches,
+    /// One micro-batch's forward, loss and backward, as the model built it.
+    pass: TrainingPass,
+    optimizer: Optimizer,
+    /// (rows) labels / next tokens, or (rows, 1) regression targets, of the current batch
+    targets: Tensor,
+    /// (METRIC_SLOTS, 2 + tensors) [loss, grad norm, update/weight ratio per tensor] per step,
+    /// at row step % METRIC_SLOTS
+    metrics: Tensor,
+    /// (P) the flat weights before this step's update, for the update/weight ratios
+    prev_weights: Tensor,
+    record: UniformOp<MetricsParams>,
+    /// Update/weight ratio of each parameter tensor at the last step read back.
+    last_ratios: Vec<f32>,
+    rng: Rng,
+    step: u64,
+    read_up_to: u64,
+    /// Steps whose update the NaN guard skipped: in all, and in a row up to the last read.
+    pub skipped_steps: u64,
+    skipped_in_a_row: u64,
+    /// In-memory snapshots of the whole state, for recovery from device loss.
+    pub snapshots: Snapshots,
+}
+
+impl Session {
+    pub async fn new(cfg: SessionConfig) -> Result<Session> {
+        cfg.validate()?;
+        Session::with_gpu(Gpu::new().await?, cfg)
+    }
+
+    pub fn with_gpu(gpu: Gpu, cfg: SessionConfig) -> Result<Session> {
+        cfg.validate()?;
+        let data = Batches::new(&cfg.data, cfg.model.rows_per_example(), cfg.model.outputs(), cfg.seed)?;
+        check_fits(&gpu, &cfg, &data)?;
+        let params = ParamStore::new(&gpu, cfg.model.param_specs(), cfg.seed)?;
+        let rows = cfg.batch * cfg.model.rows_per_example();
+        let regression = data.points(false).is_some_and(|p| p.labels.is_empty());
+        // (rows) labels / next tokens, or (rows, 1) regression targets
+        let targets = if regression { gpu.tensor("targets", &[rows, 1])? } else { gpu.tensor("targets", &[rows])? };
+        // (1) mean loss of the current batch, read by the metrics kernel
+        let loss = gpu.tensor("loss", &[1])?;
+        let pass = cfg.model.training_pass(&gpu, &params, cfg.batch, &targets, &loss, regression)?;
+        let mut optimizer = Optimizer::new(&gpu, &params, cfg.optimizer.clone())?;
+        optimizer.guard_loss(&gpu, &loss)?;
+        let tensors = params.entries.len();
+        let metrics = gpu.tensor("metrics ring", &[METRIC_SLOTS, 2 + tensors])?;
+        let prev_weights = gpu.tensor("previous weights", &[params.total])?;
+        let table: Vec<u32> = params.entries.iter().flat_map(|e| [e.offset as u32, e.spec.shape.iter().product::<usize>() as u32]).collect();
+        let table = gpu.tensor_from("parameter table", &[tensors, 2], &table)?;
+        let buffers = MetricsBuffers { weights: &params.weights, prev: &prev_weights, table: &table, loss: &loss, norm_sq: &optimizer.norm_sq, ring: &metrics };
+        let record = record_metrics(&gpu, &buffers, tensors, 0)?;
+        let rng = Rng::new(cfg.seed ^ 2);
+        let last_ratios = vec![0.0; tensors];
+        let snapshots = Snapshots::new(&gpu, &params);
+        // A device out of memory reports it here, as a typed error, rather than at the first step.
+        gpu.check_errors()?;
+        Ok(Session {
+            gpu,
+            cfg,
+            params,
+            data,
+            pass,
+            optimizer,
+            targets,
+            metrics,
+            prev_weights,
+            record,
+            last_ratios,
+            rng,
+            step: 0,
+            read_up_to: 0,
+            skipped_steps: 0,
+            skipped_in_a_row: 0,
+            snapshots,
+        })
+    }
+
+    pub fn step_count(&self) -> u64 {
+        self.step
+    }
+
+    /// Dispatches per optimizer step (all micro-batches).
+    pub fn dispatches_per_step(&self) -> usize {
+        self.pass.ops.len() * self.cfg.optimizer.accumulation as usize + self.optimizer.ops().len()
+    }
+
+    /// Every dispatch of one step with a single micro-batch, in order (for profiling).
+    pub fn step_ops(&self) -> Vec<&Op> {
+        self.pass.ops.iter().chain(self.optimizer.ops()).chain([&self.record.op]).collect()
+    }
+
+    pub fn model(&self) -> &ModelConfig {
+        &self.cfg.model
+    }
+}
+
+
