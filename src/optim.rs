@@ -6,11 +6,11 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ensure, shown, Result};
+use crate::gpu::Tensor;
 use crate::gpu::{Gpu, Op};
 use crate::kernels::optimizer::{adamw_update, grad_norm_squared, gradient_scale, norm_partials_len, sgd_update, AdamWParams, SgdParams, UniformOp};
 use crate::kernels::reduce::{sum_final, Final};
 use crate::model::params::ParamStore;
-use crate::gpu::Tensor;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]

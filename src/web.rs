@@ -13,10 +13,10 @@ use crate::api::{PresetInfo, RunInfo};
 use crate::config::SessionConfig;
 use crate::data::points::{from_csv_any, Points};
 use crate::error::{KilnError, Result};
-use crate::session::generate::GenerateOptions;
 use crate::gpu::Gpu;
-use crate::presets::{preset as preset_config, PRESETS};
 use crate::param_layout::{layout, TensorSlot, UpdateRatio};
+use crate::presets::{preset as preset_config, PRESETS};
+use crate::session::generate::GenerateOptions;
 use crate::session::{Session, METRIC_SLOTS};
 
 #[wasm_bindgen(start)]

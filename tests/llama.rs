@@ -1,10 +1,10 @@
 //! The tiny Llama end to end on the GPU: it learns the shipped corpus far below ln(vocab), and
 //! generates text from it.
 
-use kiln::session::generate::GenerateOptions;
 use kiln::model::ModelConfig;
 use kiln::optim::Schedule;
 use kiln::presets::preset;
+use kiln::session::generate::GenerateOptions;
 use kiln::session::Session;
 use kiln::Gpu;
 

@@ -9,9 +9,9 @@ mod cli {
     use std::time::Instant;
 
     use indicatif::{ProgressBar, ProgressStyle};
-    use kiln::session::generate::GenerateOptions;
     use kiln::model::ModelConfig;
     use kiln::presets::{preset, PRESETS};
+    use kiln::session::generate::GenerateOptions;
     use kiln::session::Session;
     use kiln::{Gpu, KilnError, Result};
 

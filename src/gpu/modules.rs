@@ -13,7 +13,9 @@ impl Gpu {
         let mut modules = self.modules.lock().unwrap_or_else(|p| p.into_inner());
         modules
             .entry(family.name)
-            .or_insert_with(|| create_module(&self.device, wgpu::ShaderModuleDescriptor { label: Some(family.name), source: wgpu::ShaderSource::Wgsl(family.source.into()) }))
+            .or_insert_with(|| {
+                create_module(&self.device, wgpu::ShaderModuleDescriptor { label: Some(family.name), source: wgpu::ShaderSource::Wgsl(family.source.into()) })
+            })
             .clone()
     }
 

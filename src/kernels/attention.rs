@@ -9,10 +9,10 @@
 //! - `delta` (B, H, T): backward scratch, Σ_d dout·out per query
 //! - `dqkv` (B, T, 3C): gradient of qkv, every element written (not accumulated)
 
-use super::{expect_len, groups_1d, ATTENTION as F, Kernel, R, RW, U};
+use super::{expect_len, groups_1d, Kernel, ATTENTION as F, R, RW, U};
 use crate::error::{KilnError, Result};
-use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
 use crate::gpu::Tensor;
+use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
 
 pub const ATTENTION_FORWARD: Kernel = Kernel { entry: "attention_forward", family: F, bindings: &[R, RW, RW, U] };
 pub const ATTENTION_BACKWARD_PREP: Kernel = Kernel { entry: "attention_backward_prep", family: F, bindings: &[R, R, RW, U] };

@@ -1,10 +1,10 @@
 //! Convolution kernels (`shaders/conv.wgsl`): depthwise width-3 conv1d with "same" zero
 //! padding, with an f64 reference.
 
-use super::{expect_len, groups_1d, CONV as F, Kernel, R, RW, U};
+use super::{expect_len, groups_1d, Kernel, CONV as F, R, RW, U};
 use crate::error::{KilnError, Result};
-use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
 use crate::gpu::Tensor;
+use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
 
 pub const CONV1D: Kernel = Kernel { entry: "conv1d", family: F, bindings: &[R, R, R, RW, U] };
 

@@ -1,10 +1,10 @@
 //! Elementwise kernels (`shaders/elementwise.wgsl`): add/sub/mul with bias broadcast,
 //! ReLU/SiLU/tanh, the fused SwiGLU gate, and their backwards, with f64 references.
 
-use super::{expect_len, groups_1d, ELEMENTWISE as F, Kernel, R, RW, U};
+use super::{expect_len, groups_1d, Kernel, ELEMENTWISE as F, R, RW, U};
 use crate::error::{KilnError, Result};
-use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
 use crate::gpu::Tensor;
+use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
 
 pub const ADD: Kernel = Kernel { entry: "add", family: F, bindings: &[R, R, RW] };
 pub const SUB: Kernel = Kernel { entry: "sub", family: F, bindings: &[R, R, RW] };

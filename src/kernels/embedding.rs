@@ -4,10 +4,10 @@
 //!
 //! Shapes come from lengths: N = tokens.len(), C = out.len() / N, V = table.len() / C.
 
-use super::{groups_1d, EMBEDDING as F, Kernel, R, RW, U};
+use super::{groups_1d, Kernel, EMBEDDING as F, R, RW, U};
 use crate::error::{KilnError, Result};
-use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
 use crate::gpu::Tensor;
+use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
 
 pub const EMBEDDING_FORWARD: Kernel = Kernel { entry: "embedding_forward", family: F, bindings: &[R, R, RW, U] };
 pub const EMBEDDING_BACKWARD: Kernel = Kernel { entry: "embedding_backward", family: F, bindings: &[R, R, RW, U] };

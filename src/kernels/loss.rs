@@ -3,7 +3,7 @@
 //! buffer; backwards read the upstream gradient from a 1-element GPU buffer. f64 references.
 
 use super::reduce::{self, expect_scalar, partial_groups, Final, PartialParams};
-use super::{expect_len, groups_1d, LOSS as F, Kernel, R, RW, U};
+use super::{expect_len, groups_1d, Kernel, LOSS as F, R, RW, U};
 use crate::error::{ensure, KilnError, Result};
 use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
 use crate::gpu::{Tensor, Uniform};

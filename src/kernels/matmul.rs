@@ -8,10 +8,10 @@
 //! forward `MatmulDesc::new(M, N, K).trans_b()`, `dX = dY·W` is `MatmulDesc::new(M, K, N)`,
 //! and `dW += dYᵀ·X` is `MatmulDesc::new(N, K, M).trans_a().accumulate()`.
 
-use super::{expect_len, MATMUL as F, Kernel, R, RW, U};
+use super::{expect_len, Kernel, MATMUL as F, R, RW, U};
 use crate::error::{KilnError, Result};
-use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
 use crate::gpu::Tensor;
+use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
 
 pub const MATMUL: Kernel = Kernel { entry: "matmul", family: F, bindings: &[R, R, RW, U] };
 /// Bindings 4 and 5 are A and B again, read as vec4s for aligned products (a placeholder else).

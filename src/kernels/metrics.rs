@@ -2,11 +2,11 @@
 //! gradient norm and every tensor's update/weight ratio into a GPU ring buffer, with its f64
 //! reference.
 
-use super::{expect_len, METRICS as F, Kernel, R, RW, U};
+use super::{expect_len, Kernel, METRICS as F, R, RW, U};
 use crate::error::{ensure, Result};
+use crate::gpu::Tensor;
 use crate::gpu::{Arg::T, Arg::U as Uni, Gpu};
 use crate::kernels::optimizer::UniformOp;
-use crate::gpu::Tensor;
 
 pub const RECORD_METRICS: Kernel = Kernel { entry: "record_metrics", family: F, bindings: &[R, R, R, R, R, RW, U] };
 pub const KERNELS: &[&Kernel] = &[&RECORD_METRICS];

@@ -3,10 +3,10 @@
 //! the f64 reference it is checked against.
 
 use super::elementwise::Activation;
-use super::{expect_len, groups_1d, MLP_FUSED as F, Kernel, R, RW, U};
+use super::{expect_len, groups_1d, Kernel, MLP_FUSED as F, R, RW, U};
 use crate::error::{KilnError, Result};
-use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
 use crate::gpu::Tensor;
+use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
 
 pub const MLP_FUSED_ROWS: Kernel = Kernel { entry: "mlp_fused_rows", family: F, bindings: &[R, R, R, RW, U] };
 pub const MLP_FUSED_ROWS_SERIAL: Kernel = Kernel { entry: "mlp_fused_rows_serial", family: F, bindings: &[R, R, R, RW, U] };

@@ -5,7 +5,7 @@
 //! Shapes come from lengths: C = weight.len(), rows = x.len() / C.
 
 use super::matmul::split_reduce;
-use super::{expect_len, NORM as F, Kernel, R, RW, U};
+use super::{expect_len, Kernel, NORM as F, R, RW, U};
 use crate::error::{KilnError, Result};
 use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
 use crate::gpu::{Tensor, Uniform};

@@ -6,7 +6,7 @@
 use std::marker::PhantomData;
 
 use super::reduce::{self, expect_partials, expect_scalar, partial_groups, Final, PartialParams};
-use super::{expect_len, groups_1d, OPTIMIZER as F, Kernel, R, RW, U};
+use super::{expect_len, groups_1d, Kernel, OPTIMIZER as F, R, RW, U};
 use crate::error::{ensure, Result};
 use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
 use crate::gpu::{Tensor, Uniform};

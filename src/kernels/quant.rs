@@ -5,10 +5,10 @@
 //! values 2 per word (element 2w is the low half). f32 tensors of the casts are handled as raw
 //! bit patterns (upload/read them as u32 words) so NaN payloads and subnormals survive exactly.
 
-use super::{expect_len, groups_1d, QUANT as F, Kernel, R, RW, U};
+use super::{expect_len, groups_1d, Kernel, QUANT as F, R, RW, U};
 use crate::error::{KilnError, Result};
-use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
 use crate::gpu::Tensor;
+use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
 
 pub const DEQUANTIZE: Kernel = Kernel { entry: "dequantize", family: F, bindings: &[R, RW] };
 pub const AFFINE_DEQUANTIZE: Kernel = Kernel { entry: "affine_dequantize", family: F, bindings: &[R, R, R, RW, U] };

@@ -3,10 +3,10 @@
 //! and `column_sum`, the bias backward. WGSL has no float atomics, so each sum is a fixed tree
 //! whose order depends only on the sizes: the same input always gives the same bits.
 
-use super::{expect_len, REDUCE as F, Kernel, R, RW, U};
+use super::{expect_len, Kernel, R, REDUCE as F, RW, U};
 use crate::error::{ensure, Result};
-use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
 use crate::gpu::Tensor;
+use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
 
 pub const SUM_PARTIAL: Kernel = Kernel { entry: "sum_partial", family: F, bindings: &[R, RW, U] };
 pub const SUM_FINAL: Kernel = Kernel { entry: "sum_final", family: F, bindings: &[R, RW, U] };

@@ -3,7 +3,7 @@
 //! One layout serves a plain (B, T, H, hd) buffer and the q, k parts of a fused (B, T, 3C) qkv
 //! buffer; see `RopeConfig`.
 
-use super::{groups_1d, ROPE as F, Kernel, RW, U};
+use super::{groups_1d, Kernel, ROPE as F, RW, U};
 use crate::error::{KilnError, Result};
 use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
 use crate::gpu::{Tensor, Uniform};

@@ -2,7 +2,7 @@
 //! ties to the lower index) and a seeded draw from softmax(top-k values / temperature), with
 //! f64 references and the same counter-based RNG in Rust.
 
-use super::{expect_len, groups_1d, SAMPLING as F, Kernel, R, RW, U};
+use super::{expect_len, groups_1d, Kernel, R, RW, SAMPLING as F, U};
 use crate::error::{KilnError, Result};
 use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
 use crate::gpu::{Tensor, Uniform};

@@ -1,10 +1,10 @@
 //! Softmax kernels (`shaders/softmax.wgsl`): row softmax with an optional causal mask and its
 //! backward, with f64 references. Rows have `len` values; rows = x.len() / len.
 
-use super::{expect_len, SOFTMAX as F, Kernel, R, RW, U};
+use super::{expect_len, Kernel, R, RW, SOFTMAX as F, U};
 use crate::error::{KilnError, Result};
-use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
 use crate::gpu::Tensor;
+use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
 
 pub const SOFTMAX: Kernel = Kernel { entry: "softmax", family: F, bindings: &[R, RW, U] };
 pub const SOFTMAX_BACKWARD: Kernel = Kernel { entry: "softmax_backward", family: F, bindings: &[R, R, RW, U] };

@@ -3,6 +3,7 @@
 //! add is fused with the RMSNorm that follows it (`rms_norm_residual`).
 
 use crate::error::Result;
+use crate::gpu::Tensor;
 use crate::gpu::{Gpu, Op};
 use crate::kernels::attention::{attention_backward, attention_forward, AttentionDims};
 use crate::kernels::elementwise::{silu_gate, silu_gate_backward};
@@ -13,7 +14,6 @@ use crate::kernels::rope::{rope, rope_backward, RopeConfig};
 use crate::model::llama::LlamaConfig;
 use crate::model::params::ParamStore;
 use crate::model::Net;
-use crate::gpu::Tensor;
 
 /// What one block saves for its backward. N = B·T rows.
 struct BlockActs {

@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ensure, Result};
+use crate::gpu::Tensor;
 use crate::gpu::{Gpu, Op};
 use crate::kernels::elementwise::{activation_backward, bias_activation, binary, Activation, Binary};
 use crate::kernels::matmul::{matmul, matmul_ops, MatmulDesc};
@@ -15,7 +16,6 @@ use crate::kernels::mlp_fused::{fits, mlp_fused, FusedLayer, FusedLoss, FusedRow
 use crate::kernels::reduce::column_sum;
 use crate::model::params::{Init, ParamSpec, ParamStore};
 use crate::model::Net;
-use crate::gpu::Tensor;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]

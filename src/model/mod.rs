@@ -11,8 +11,8 @@ pub mod training;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
-use crate::gpu::{Gpu, Op};
 use crate::gpu::Tensor;
+use crate::gpu::{Gpu, Op};
 
 /// One model's dispatches for a fixed batch.
 pub struct Net {

@@ -5,8 +5,8 @@
 
 use crate::error::Result;
 use crate::gpu::Gpu;
-use crate::rng::Rng;
 use crate::gpu::Tensor;
+use crate::rng::Rng;
 
 /// How a parameter tensor starts.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -43,7 +43,6 @@ pub struct StepMetrics {
 /// Non-finite steps in a row after which `read_metrics` stops the run with `Diverged`.
 pub const MAX_SKIPS_IN_A_ROW: u64 = 8;
 
-
 pub struct Session {
     pub gpu: Gpu,
     pub cfg: SessionConfig,
@@ -143,5 +142,3 @@ impl Session {
         &self.cfg.model
     }
 }
-
-

@@ -17,7 +17,6 @@ use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 
-use crate::error::Result;
 use crate::gpu::{Gpu, Staging};
 use crate::model::params::ParamStore;
 use crate::rng::Rng;

@@ -7,8 +7,8 @@ wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 #[macro_use]
 #[path = "../support/device_test.rs"]
 mod device_test;
-mod common;
 mod attention;
+mod common;
 mod conv;
 #[cfg(not(target_arch = "wasm32"))]
 mod coverage;
