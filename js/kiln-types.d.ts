@@ -208,7 +208,7 @@ accuracy: number | null,
 scored: number, 
 /**
  * Points, or next tokens, in the split: `scored` is all of them unless a text split holds
- * more than 4 batches of windows or 16,384 tokens (then its first windows are scored).
+ * more than the evaluation's token budget (then its first whole windows are scored).
  */
 available: number, };
 

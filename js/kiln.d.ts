@@ -123,6 +123,12 @@ export interface TrainOptions {
 export interface EvaluateOptions {
   /** Validation split (default) or training split. */
   validation?: boolean;
+  /**
+   * Text only: score at most this many next tokens (1..=16384, default 16384), in whole
+   * windows from the split's start; one training batch's worth keeps an evaluation about as
+   * cheap as a step.
+   */
+  maxTokens?: number;
 }
 
 

@@ -214,19 +214,20 @@ export class Kiln {
 
   /**
    * Loss and accuracy (null for regression) on the validation (default) or training split:
-   * every point, or every next token of a text split up to four training batches of windows
-   * (`scored` says how many).
+   * every point, or every next token of a text split up to `maxTokens` (default 16,384; in
+   * whole windows), and how many were `scored`.
    */
   evaluate(options = {}) {
-    let validation;
+    let validation, maxTokens;
     try {
-      const o = checkKeys(options, ['validation'], 'evaluate');
+      const o = checkKeys(options, ['validation', 'maxTokens'], 'evaluate');
       validation = o.validation ?? true;
       if (typeof validation !== 'boolean') throw invalid('validation', `must be true or false, got ${validation}`);
+      maxTokens = o.maxTokens === undefined ? undefined : checkInt(o.maxTokens, 'maxTokens', 1, 16_384);
     } catch (e) {
       return Promise.reject(e);
     }
-    return this.#enqueue((s) => s.evaluate(validation));
+    return this.#enqueue((s) => s.evaluate(validation, maxTokens));
   }
 
   /** Every parameter tensor, in model order, with a copy of its values. */

@@ -236,9 +236,11 @@ impl WebSession {
         self.session.step_count() as f64
     }
 
-    /// `Evaluation` of the validation or training split.
-    pub async fn evaluate(&self, validation: bool) -> Result<JsValue, JsValue> {
-        to_js(&self.session.evaluate(validation).await.map_err(js_error)?)
+    /// `Evaluation` of the validation or training split, scoring at most `max_tokens` next
+    /// tokens of text (default: 16,384).
+    pub async fn evaluate(&self, validation: bool, max_tokens: Option<u32>) -> Result<JsValue, JsValue> {
+        let budget = max_tokens.map_or(crate::session::evaluate::MAX_EVAL_TOKENS, |t| t as usize);
+        to_js(&self.session.evaluate_up_to(validation, budget).await.map_err(js_error)?)
     }
 
     /// The whole flat weights buffer; `layout` says where each tensor lies.

@@ -1,6 +1,7 @@
 // app.js — the page thread: it owns the form, charts, heatmaps and data plot, and drives the
-// training worker (worker.js) by messages. Nothing user-supplied is ever parsed as HTML: all
-// text goes through textContent or input values.
+// training worker (worker.js) by messages. The messages change `state` (the run) and `ui` (what
+// the page says, ui/render.js); `frame()` draws both once per animation frame. Nothing
+// user-supplied is ever parsed as HTML: all text goes through textContent or input values.
 
 import * as form from './ui/form.js';
 import { LossChart, RatioChart } from './ui/charts.js';
@@ -8,7 +9,8 @@ import { Heatmaps } from './ui/heatmaps.js';
 import { PointsPlot } from './ui/points.js';
 import { wireFiles, showCustomPoints, download, parseCsv, onParsedPoints } from './ui/files.js';
 import { ToWorker, ToPage } from './ui/protocol.js';
-import { showSample, showSampleError, fitPrompt, adviseForCpu } from './ui/samples.js';
+import { fitPrompt, cpuAdvice, CPU_SIZES } from './ui/samples.js';
+import { ui, render } from './ui/render.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -36,10 +38,9 @@ window.kilnPage = {
     ready: state.ready, playing: state.playing, step: state.step, info: state.info, runs: state.runs,
     loss: loss.summary(), trainLoss: loss.cols[1].filter((v) => v != null),
     samples: state.samples, lastSample: state.lastSample, lastSampleStep: state.lastSampleStep,
-    heatmaps: heat.tiles.size, hasGrid: !!plot.grid, error: $('config-error').hidden ? null : $('config-error').textContent,
-    linkError: $('link-error').hidden ? null : $('link-error').textContent,
-    hidden: !!state.hidden, lastWeights: state.lastWeights, recoveries: state.recoveries, gpuNotice: $('gpu-notice').hidden ? null : $('gpu-notice').textContent,
-    sampleError: $('sample-error').hidden ? null : $('sample-error').textContent, cpuNotice: $('cpu-notice').hidden ? null : $('cpu-notice-text').textContent,
+    heatmaps: heat.tiles.size, hasGrid: !!plot.grid, error: ui.configError || null, linkError: ui.linkError || null,
+    hidden: !!state.hidden, lastWeights: state.lastWeights, recoveries: state.recoveries, gpuNotice: ui.gpuNotice || null,
+    sampleError: ui.sampleError || null, cpuNotice: ui.cpuNotice || null, status: ui.status.text,
     prompt: $('sample-prompt').value, grid: plot.grid ? { size: plot.grid.size, classes: plot.grid.classes } : null,
   }),
 };
@@ -54,20 +55,15 @@ const send = (msg, transfer) => worker.postMessage(msg, transfer ?? []);
 // ---- status and errors --------------------------------------------------------------------
 
 function setStatus(text, kind = 'ok') {
-  const s = $('status');
-  s.textContent = text;
-  s.dataset.state = kind;
+  ui.status = { text, kind };
 }
 
 function showError(text) {
-  const el = $('config-error');
-  el.textContent = text;
-  el.hidden = !text;
+  ui.configError = text;
 }
 
 function showLinkError(message) {
-  $('link-error').textContent = `Ignoring the link's config: ${message}. Showing a preset instead.`;
-  $('link-error').hidden = false;
+  ui.linkError = `Ignoring the link's config: ${message}. Showing a preset instead.`;
 }
 
 /** Fills the form from a config; your own points in it are parsed by the worker for the plot. */
@@ -77,21 +73,12 @@ function writeConfig(config) {
 }
 
 function showNoGpu(reason) {
-  $('nogpu').hidden = false;
-  $('nogpu-reason').textContent = reason;
-  document.body.classList.add('no-gpu');
+  ui.noGpu = reason;
   setStatus('WebGPU is not available — see below.', 'error');
 }
 
 function updateButtons() {
-  const live = state.ready && !!state.info;
-  $('play').disabled = !live || state.playing;
-  $('pause').disabled = !live || !state.playing;
-  $('step').disabled = !live || state.playing;
-  $('reset').disabled = !state.ready;
-  $('ckpt-save').disabled = !live;
-  $('sample-now').disabled = !live;
-  document.body.dataset.playing = String(state.playing);
+  ui.buttons = { ready: state.ready, live: state.ready && !!state.info, playing: state.playing };
 }
 
 const fmt = (v) => (v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2));
@@ -119,7 +106,7 @@ function onCreated({ info, dataset, config, origin, share }) {
   if (origin === 'checkpoint') {
     writeConfig(config);
     $('preset').value = '';
-    $('preset-desc').textContent = 'From the checkpoint.';
+    ui.presetDesc = 'From the checkpoint.';
   }
   state.config = config;
   state.info = info;
@@ -130,26 +117,23 @@ function onCreated({ info, dataset, config, origin, share }) {
   loss.reset();
   ratios.reset();
   heat.reset();
+  toDraw.weights = toDraw.grid = null;
   const llama = !!config.model.llama;
   const mse = !llama && config.model.mlp.output_dim === 1;
   loss.setLabel(mse ? 'MSE' : 'cross-entropy');
-  $('loss-kind').textContent = mse ? '(mean squared error)' : '(cross-entropy, nats)';
-  $('val-metric').textContent = '';
-  $('stat-step').textContent = '0';
-  $('stat-sps').textContent = '–';
-  $('stat-tps').textContent = '–';
-  $('stat-params').textContent = info.parameters.toLocaleString('en-US');
-  $('adapter').textContent = `GPU: ${info.adapter?.name ?? 'unknown'} (${info.adapter?.backend ?? 'WebGPU'}) · ${info.dispatchesPerStep} dispatches per step`;
-  $('sample-card').hidden = !llama;
-  $('data-card').hidden = llama;
-  showSampleError('');
+  ui.lossKind = mse ? '(mean squared error)' : '(cross-entropy, nats)';
+  ui.valMetric = '';
+  ui.stats = { step: '0', sps: '–', tps: '–', params: info.parameters.toLocaleString('en-US') };
+  ui.adapter = `GPU: ${info.adapter?.name ?? 'unknown'} (${info.adapter?.backend ?? 'WebGPU'}) · ${info.dispatchesPerStep} dispatches per step`;
+  ui.llama = llama;
+  ui.sample = null;
+  ui.sampleError = '';
   showDataset(config, dataset);
   if (llama && fitPrompt(dataset, info.task !== 'text')) sendView();
-  adviseForCpu(info);
+  ui.cpuNotice = cpuAdvice(info);
   const url = new URL(location.href);
   url.hash = share.state ? `c=${share.state}` : '';
-  $('share-url').value = url.toString();
-  $('share-note').textContent = share.dropped ? `The link leaves out ${share.dropped} (too large for a URL).` : '';
+  ui.share = { url: url.toString(), note: share.dropped ? `The link leaves out ${share.dropped} (too large for a URL).` : '' };
   history.replaceState(null, '', url.hash || location.pathname);
   setStatus(state.playing ? 'Training…' : 'Ready — press Play.', 'ok');
   updateButtons();
@@ -170,15 +154,14 @@ function columns(split, regression) {
 
 function showDataset(config, ds) {
   if (config.model.llama) {
-    $('text-excerpt').textContent = ds?.excerpt?.slice(0, 600) ?? '';
     const v = ds?.vocab?.length;
-    if (v) $('text-excerpt').title = `${v} distinct characters, ${ds.length?.toLocaleString('en-US')} in all`;
+    ui.excerpt = { text: ds?.excerpt?.slice(0, 600) ?? '', title: v ? `${v} distinct characters, ${ds.length?.toLocaleString('en-US')} in all` : '' };
     return;
   }
   const regression = config.model.mlp.output_dim === 1;
   const classes = config.model.mlp.output_dim;
-  $('data-title').textContent = regression ? 'Data & fitted curve' : 'Data & decision boundary';
-  $('data-hint').textContent = regression
+  ui.dataTitle = regression ? 'Data & fitted curve' : 'Data & decision boundary';
+  ui.dataHint = regression
     ? 'dots: training points · rings: validation · line: the model'
     : `filled: training points · rings: validation · shading: the most likely of ${classes} classes, stronger where the model is surer`;
   const train = columns(ds, regression);
@@ -193,9 +176,9 @@ function showDataset(config, ds) {
 
 
 $('cpu-shrink').onclick = () => {
-  form.shrinkLlama({ batch: 4, context: 32, d_model: 32, hidden: 96 });
+  form.shrinkLlama(CPU_SIZES);
   $('preset').value = '';
-  $('preset-desc').textContent = 'CPU-sized settings.';
+  ui.presetDesc = 'CPU-sized settings.';
   apply();
 };
 
@@ -223,8 +206,7 @@ worker.onmessage = (e) => {
       if (pendingMetrics.length > 20_000) flushMetrics();
       state.step = Math.max(state.step, m.points[m.points.length - 1].step);
       if (m.rates) {
-        $('stat-sps').textContent = fmt(m.rates.stepsPerSecond ?? 0);
-        $('stat-tps').textContent = Math.round(m.rates.tokensPerSecond ?? 0).toLocaleString('en-US');
+        ui.stats = { ...ui.stats, sps: fmt(m.rates.stepsPerSecond ?? 0), tps: Math.round(m.rates.tokensPerSecond ?? 0).toLocaleString('en-US') };
       }
       break;
     case ToPage.snapshot: onSnapshot(m); break;
@@ -232,7 +214,8 @@ worker.onmessage = (e) => {
       state.samples++;
       state.lastSample = m.text;
       state.lastSampleStep = m.step;
-      showSample(m);
+      ui.sample = { step: m.step, prompt: m.prompt, text: m.text };
+      ui.sampleError = '';
       break;
     case ToPage.saved: download(m.bytes, m.step); break;
     case ToPage.loaded:
@@ -240,7 +223,7 @@ worker.onmessage = (e) => {
       pendingMetrics = [];
       loss.reset();
       ratios.reset();
-      $('stat-step').textContent = String(m.step);
+      ui.stats = { ...ui.stats, step: String(m.step) };
       showError('');
       setStatus(`Checkpoint loaded at step ${m.step} — press Play to continue.`, 'ok');
       break;
@@ -249,7 +232,7 @@ worker.onmessage = (e) => {
     case ToPage.link:
       writeConfig(m.config);
       $('preset').value = '';
-      $('preset-desc').textContent = 'From the link.';
+      ui.presetDesc = 'From the link.';
       apply();
       break;
     case ToPage.points: onParsedPoints(m.points, { plot, apply: () => apply() }); break;
@@ -260,10 +243,8 @@ worker.onmessage = (e) => {
 function onRecovered({ reason, lostAt, resumedAt }) {
   state.recoveries.push({ reason, lostAt, resumedAt });
   const redone = lostAt - resumedAt;
-  const el = $('gpu-notice');
-  el.textContent = `The GPU device was lost (${reason}). Kiln rebuilt the run on a new device from its snapshot at step ${resumedAt}`
+  ui.gpuNotice = `The GPU device was lost (${reason}). Kiln rebuilt the run on a new device from its snapshot at step ${resumedAt}`
     + (redone ? `; the ${redone} step${redone === 1 ? '' : 's'} after it were trained again, identically.` : '; nothing was lost.');
-  el.hidden = false;
 }
 worker.onerror = (e) => {
   e.preventDefault?.();
@@ -274,7 +255,7 @@ function onWorkerError({ op, message, code, field }) {
   state.errors.push({ op, message, code, field });
   if (op === 'sample') {
     // Beside the sample it is about, not in the config's error slot: the config is fine.
-    showSampleError(message);
+    ui.sampleError = `Sampling failed: ${message}`;
   } else if (op === 'link') {
     showLinkError(message);
   } else if (op === 'csv') {
@@ -288,29 +269,37 @@ function onWorkerError({ op, message, code, field }) {
 }
 
 
+/** Canvases waiting for the next frame: the latest weights and decision grid. */
+const toDraw = { weights: null, grid: null };
+
 function onSnapshot(m) {
   if (m.weights) {
-    heat.update(m.weights);
+    toDraw.weights = m.weights;
     state.lastWeights = m.step;
   }
   if (m.ratios) ratios.push(m.step, m.ratios);
-  if (m.grid) plot.setGrid(m.grid);
+  if (m.grid) toDraw.grid = m.grid;
   if (m.validation) {
     loss.validation(m.step, m.validation.loss);
     const acc = m.validation.accuracy;
-    $('val-metric').textContent = `validation ${m.validation.loss.toFixed(4)}${acc == null ? '' : ` · accuracy ${(acc * 100).toFixed(1)}%`} @ step ${m.step}`;
+    ui.valMetric = `validation ${m.validation.loss.toFixed(4)}${acc == null ? '' : ` · accuracy ${(acc * 100).toFixed(1)}%`} @ step ${m.step}`;
   }
 }
 
 function flushMetrics() {
   loss.push(pendingMetrics);
   pendingMetrics = [];
-  $('stat-step').textContent = String(state.step);
+  ui.stats = { ...ui.stats, step: String(state.step) };
 }
 
 // Draw at most once per frame, whatever the message rate.
 function frame() {
   if (pendingMetrics.length) flushMetrics();
+  if (toDraw.weights) heat.update(toDraw.weights);
+  if (toDraw.grid) plot.setGrid(toDraw.grid);
+  toDraw.weights = toDraw.grid = null;
+  updateButtons();
+  render();
   loss.draw();
   ratios.draw();
   requestAnimationFrame(frame);
@@ -336,7 +325,7 @@ function onReady(presets, linked) {
   if (linked?.error) showLinkError(linked.error);
   if (linked?.config) {
     sel.value = '';
-    $('preset-desc').textContent = 'From the link.';
+    ui.presetDesc = 'From the link.';
     writeConfig(linked.config);
   } else {
     choosePreset(presets.find((p) => p.name === 'mlp-spiral') ? 'mlp-spiral' : presets[0]?.name, false);
@@ -349,7 +338,7 @@ function choosePreset(name, build = true) {
   const p = state.presets.find((q) => q.name === name);
   if (!p) return;
   $('preset').value = name;
-  $('preset-desc').textContent = p.description;
+  ui.presetDesc = p.description;
   writeConfig(p.config);
   if (build) apply();
 }
@@ -373,7 +362,7 @@ form.onEdit((source) => {
     if (first) return choosePreset(first.name);
   }
   $('preset').value = '';
-  $('preset-desc').textContent = 'Your own configuration.';
+  ui.presetDesc = 'Your own configuration.';
   if (source === 'draw-class') return;
   if (source === 'custom-kind') {
     form.startPoints($('custom-kind').value);
@@ -388,6 +377,9 @@ wireFiles({
   plot,
   send,
   showError,
+  showNote: (text) => {
+    ui.share = { ...ui.share, note: text };
+  },
   apply: (ms = 0) => {
     clearTimeout(editTimer);
     editTimer = setTimeout(() => apply(), ms);
@@ -407,6 +399,7 @@ if (!('gpu' in navigator) || !navigator.gpu) {
   worker.terminate();
 } else {
   form.syncVisibility();
-  updateButtons();
   send({ type: ToWorker.init, hash: location.hash });
 }
+// The no-WebGPU explanation must show even where no frame is drawn yet.
+render();

@@ -172,7 +172,9 @@ async function snapshot({ force = false }) {
       }
       if (wantEval) {
         const t0 = performance.now();
-        msg.validation = await run.evaluate({ validation: true });
+        // About one training batch of tokens: cheap enough to repeat while training (the API's
+        // default scores the whole split, up to 16,384 tokens).
+        msg.validation = await run.evaluate({ validation: true, maxTokens: Math.max(1, Math.min(16_384, run.info.tokensPerStep)) });
         cost.evaluate = performance.now() - t0;
         due.evaluate = performance.now() + Math.max(llama ? 1500 : 500, 6 * cost.evaluate);
       }

@@ -18,14 +18,12 @@ pub struct Evaluation {
     /// Points, or next-token predictions, scored.
     pub scored: usize,
     /// Points, or next tokens, in the split: `scored` is all of them unless a text split holds
-    /// more than 4 batches of windows or 16,384 tokens (then its first windows are scored).
+    /// more than the evaluation's token budget (then its first whole windows are scored).
     pub available: usize,
 }
 
 /// Most next-token predictions one evaluation scores: the first windows of a longer split.
 pub const MAX_EVAL_TOKENS: usize = 16_384;
-/// Most training batches of windows one evaluation scores (so it costs about one step).
-pub const EVAL_BATCHES: usize = 4;
 
 impl Session {
     /// Model outputs (rows, outputs) for a batch of `examples` inputs: (examples, input_dim) f32
@@ -40,9 +38,16 @@ impl Session {
     }
 
     /// Loss and accuracy (none for regression) on the validation or training split: every point
-    /// of a point set; for text, consecutive windows from the split's start, every token of
-    /// the split up to `EVAL_BATCHES` batches and `MAX_EVAL_TOKENS` (the result says how many).
+    /// of a point set; for text, consecutive windows from the split's start, every token of the
+    /// split up to `MAX_EVAL_TOKENS` (the result says how many).
     pub async fn evaluate(&self, validation: bool) -> Result<Evaluation> {
+        self.evaluate_up_to(validation, MAX_EVAL_TOKENS).await
+    }
+
+    /// `evaluate` scoring at most `max_tokens` next tokens of text (at least one window): a
+    /// page evaluating while it trains keeps this near one training batch, so that an
+    /// evaluation costs about a step even on a CPU adapter.
+    pub async fn evaluate_up_to(&self, validation: bool, max_tokens: usize) -> Result<Evaluation> {
         let outputs = self.cfg.model.outputs();
         if let Some(set) = self.data.points(validation) {
             ensure(!set.is_empty(), "data", || "the split is empty".into())?;
@@ -51,8 +56,7 @@ impl Session {
             return Ok(Evaluation { scored: set.len(), available: set.len(), ..e });
         }
         let (corpus, context) = (self.data.corpus().ok_or_else(|| KilnError::invalid("data", "text data expected"))?, self.cfg.model.rows_per_example());
-        // At most four training batches of windows: an evaluation costs about one training step.
-        let most = (MAX_EVAL_TOKENS / context).min(EVAL_BATCHES * self.cfg.batch);
+        let most = max_tokens.min(MAX_EVAL_TOKENS) / context;
         let (x, y, windows) = corpus.windows(context, validation, most);
         let out = self.predict_in_runs(windows, &x, self.cfg.batch).await?;
         let e = classify(&out, &y, outputs);

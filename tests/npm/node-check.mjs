@@ -257,6 +257,9 @@ await check('a tiny Llama trains and generates', async () => {
   // Validation is the last 90 characters: 5 whole windows of 16 tokens, every one scored.
   const ev = await r.evaluate();
   assert(ev.scored === 80 && ev.available === 89 && ev.accuracy >= 0, JSON.stringify(ev));
+  const some = await r.evaluate({ maxTokens: 40 });
+  assert(some.scored === 32 && some.available === 89, `maxTokens 40: two windows of 16 (${JSON.stringify(some)})`);
+  await failsWith(() => r.evaluate({ maxTokens: 0 }), 'invalid-input', 'maxTokens', 'maxTokens 0');
   // A context the validation split cannot hold is refused, naming the shortest text that works.
   const long = await failsWith(() => Kiln.create({ ...llama, model: { llama: { ...llama.model.llama, context: 128 } } }), 'invalid-input', 'model.llama.context', 'context 128');
   assert(/at least \d+ characters/.test(long.message), long.message);

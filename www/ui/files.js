@@ -40,9 +40,10 @@ export function onParsedPoints(points, { plot, apply }) {
 
 /**
  * Wires the own-data and file controls. `apply(ms)` rebuilds the run after `ms` (debounced),
- * `cancelApply()` drops a pending rebuild, `send` posts to the worker.
+ * `cancelApply()` drops a pending rebuild, `send` posts to the worker, `showError(text)` and
+ * `showNote(text)` set the page's config error and the share panel's note.
  */
-export function wireFiles({ plot, send, showError, apply, cancelApply }) {
+export function wireFiles({ plot, send, showError, showNote, apply, cancelApply }) {
   plot.onClick = (x, y) => {
     if (form.modelKind() !== 'mlp') return;
     if ($('pt-task').value !== 'custom') {
@@ -76,10 +77,10 @@ export function wireFiles({ plot, send, showError, apply, cancelApply }) {
     const url = $('share-url').value;
     try {
       await navigator.clipboard.writeText(url);
-      $('share-note').textContent = 'Link copied.';
+      showNote('Link copied.');
     } catch {
       $('share-url').select();
-      $('share-note').textContent = 'Select the link and copy it.';
+      showNote('Select the link and copy it.');
     }
   };
 

@@ -1,25 +1,8 @@
-// samples.js — the Llama's sample card: the prompt (kept readable for the text the model
-// learns), the latest sample, a sampling error beside it, and the advice shown when the
-// browser runs WebGPU on the CPU.
+// samples.js — for the Llama's sample card: a prompt kept readable for the text the model
+// learns, and the advice shown when the browser runs WebGPU on the CPU. (render.js draws the
+// sample and a sampling error beside it.)
 
 const $ = (id) => document.getElementById(id);
-
-/** The prompt in bold, then the model's continuation — as text nodes, never HTML. */
-export function showSample({ step, prompt, text }) {
-  const head = document.createElement('span');
-  head.className = 'sample-step';
-  head.textContent = `step ${step}\n`;
-  const b = document.createElement('b');
-  b.textContent = prompt;
-  $('sample-error').hidden = true;
-  $('sample-output').replaceChildren(head, b, document.createTextNode(text));
-}
-
-/** A sampling failure, shown where the sample would be: the config is not at fault. */
-export function showSampleError(message) {
-  $('sample-error').textContent = message ? `Sampling failed: ${message}` : '';
-  $('sample-error').hidden = !message;
-}
 
 /**
  * A prompt the model can read: the default ("And God said") suits Genesis only. When the
@@ -36,12 +19,17 @@ export function fitPrompt(dataset, sequenceTask) {
   return true;
 }
 
-/** On a CPU adapter a Llama of the presets' size steps slowly: say so and offer smaller settings. */
-export function adviseForCpu(info) {
-  const slow = !!info.adapter?.cpu && info.model === 'llama' && info.tokensPerStep > 256;
-  $('cpu-notice').hidden = !slow;
-  if (!slow) return;
-  $('cpu-notice-text').textContent = `This browser runs WebGPU on the CPU (${info.adapter.name}), so a Llama of `
+/** Sizes that train visibly on a CPU WebGPU (SwiftShader): a step in tens of milliseconds. */
+export const CPU_SIZES = { batch: 4, context: 32, d_model: 32, hidden: 96 };
+
+/**
+ * On a CPU adapter a Llama of the presets' size steps slowly: the advice to show (with a button
+ * for CPU_SIZES), or '' when the run is small enough or the GPU is real.
+ */
+export function cpuAdvice(info) {
+  const slow = !!info.adapter?.cpu && info.model === 'llama' && info.tokensPerStep > CPU_SIZES.batch * CPU_SIZES.context;
+  if (!slow) return '';
+  return `This browser runs WebGPU on the CPU (${info.adapter.name}), so a Llama of `
     + `${info.tokensPerStep.toLocaleString('en-US')} tokens a step trains slowly (a few steps a second at best). `
-    + 'Smaller settings — batch 4, context 32, d_model 32 — train visibly here; a machine with a GPU runs the full size.';
+    + `Smaller settings — batch ${CPU_SIZES.batch}, context ${CPU_SIZES.context}, d_model ${CPU_SIZES.d_model} — train visibly here; a machine with a GPU runs the full size.`;
 }

@@ -1,0 +1,101 @@
+// render.js — the page's text, notices and buttons as one plain object (`ui`), drawn into the
+// DOM once per frame by `render`. Message handlers in app.js only change `ui`; nothing else
+// writes these elements, so what the page shows is one function of one object.
+
+const $ = (id) => document.getElementById(id);
+
+/** Everything the bar, the notices and the cards say (charts and canvases draw themselves). */
+export const ui = {
+  status: { text: 'Starting WebGPU…', kind: 'loading' },
+  /** What the chosen preset is (or where the config came from). */
+  presetDesc: '',
+  /** The form's or the worker's complaint about the config ('' when none). */
+  configError: '',
+  linkError: '',
+  /** Why WebGPU cannot be used here (the no-GPU section), or ''. */
+  noGpu: '',
+  gpuNotice: '',
+  cpuNotice: '',
+  stats: { step: '0', sps: '–', tps: '–', params: '–' },
+  adapter: '',
+  lossKind: '',
+  valMetric: '',
+  llama: false,
+  dataTitle: 'Data & decision boundary',
+  dataHint: '',
+  excerpt: { text: '', title: '' },
+  share: { url: '', note: '' },
+  /** The latest sample {step, prompt, text}, or null. */
+  sample: null,
+  sampleError: '',
+  buttons: { ready: false, live: false, playing: false },
+};
+
+const drawn = new Map();
+
+/** Sets `el[prop] = value` only when it differs from what was last drawn there. */
+function put(id, prop, value) {
+  const key = `${id}.${prop}`;
+  if (drawn.get(key) === value) return;
+  drawn.set(key, value);
+  $(id)[prop] = value;
+}
+
+const text = (id, value) => put(id, 'textContent', value);
+const shown = (id, visible) => put(id, 'hidden', !visible);
+
+function renderSample(sample) {
+  if (drawn.get('sample') === sample) return;
+  drawn.set('sample', sample);
+  if (!sample) return $('sample-output').replaceChildren();
+  // The prompt in bold, then the continuation — as text nodes, never HTML.
+  const head = document.createElement('span');
+  head.className = 'sample-step';
+  head.textContent = `step ${sample.step}\n`;
+  const b = document.createElement('b');
+  b.textContent = sample.prompt;
+  $('sample-output').replaceChildren(head, b, document.createTextNode(sample.text));
+}
+
+function renderButtons({ ready, live, playing }) {
+  put('play', 'disabled', !live || playing);
+  put('pause', 'disabled', !live || !playing);
+  put('step', 'disabled', !live || playing);
+  put('reset', 'disabled', !ready);
+  put('ckpt-save', 'disabled', !live);
+  put('sample-now', 'disabled', !live);
+  if (document.body.dataset.playing !== String(playing)) document.body.dataset.playing = String(playing);
+}
+
+/** Draws `ui` into the page. */
+export function render() {
+  text('status', ui.status.text);
+  if ($('status').dataset.state !== ui.status.kind) $('status').dataset.state = ui.status.kind;
+  for (const [id, value] of [['config-error', ui.configError], ['link-error', ui.linkError], ['gpu-notice', ui.gpuNotice], ['sample-error', ui.sampleError]]) {
+    text(id, value);
+    shown(id, !!value);
+  }
+  text('cpu-notice-text', ui.cpuNotice);
+  shown('cpu-notice', !!ui.cpuNotice);
+  shown('nogpu', !!ui.noGpu);
+  text('nogpu-reason', ui.noGpu);
+  document.body.classList.toggle('no-gpu', !!ui.noGpu);
+  text('preset-desc', ui.presetDesc);
+  text('stat-step', ui.stats.step);
+  text('stat-sps', ui.stats.sps);
+  text('stat-tps', ui.stats.tps);
+  text('stat-params', ui.stats.params);
+  text('adapter', ui.adapter);
+  text('loss-kind', ui.lossKind);
+  text('val-metric', ui.valMetric);
+  shown('sample-card', ui.llama);
+  shown('data-card', !ui.llama);
+  text('data-title', ui.dataTitle);
+  text('data-hint', ui.dataHint);
+  text('text-excerpt', ui.excerpt.text);
+  put('text-excerpt', 'title', ui.excerpt.title);
+  put('share-url', 'value', ui.share.url);
+  text('share-note', ui.share.note);
+  renderSample(ui.sample);
+  renderButtons(ui.buttons);
+}
