@@ -147,6 +147,22 @@ topK?: number,
  */
 seed?: number, };
 
+export type TokenGuess = { 
+/**
+ * The character ("?" for a token of the vocabulary the text does not use).
+ */
+text: string, probability: number, };
+
+export type PositionGuesses = { 
+/**
+ * The prompt's character at this position: the guesses are for the one after it.
+ */
+text: string, 
+/**
+ * The k most likely next characters, most likely first (ties: the lower token first).
+ */
+next: Array<TokenGuess>, };
+
 export type PresetInfo = { name: string, description: string, };
 
 export type AdapterSummary = { name: string, 

@@ -38,7 +38,7 @@ export function init(options?: InitOptions): Promise<void>;
 
 import type {
   SessionConfig, OptimConfig, PresetInfo, AdapterSummary, RunInfo, Evaluation, UpdateRatio, Recovered,
-  GenerateOptions, Shared, CheckpointInfo, ErrorCode,
+  GenerateOptions, Shared, CheckpointInfo, ErrorCode, PositionGuesses,
 } from './kiln-types.js';
 export type * from './kiln-types.js';
 
@@ -239,6 +239,11 @@ export declare class Kiln {
   predictGrid(options?: PredictGridOptions): Promise<PredictGrid>;
   /** Llama only: continues `prompt` (its characters must occur in the training text). */
   generate(prompt: string, options?: GenerateOptions): Promise<string>;
+  /**
+   * Llama only: for each of the prompt's last `context` characters, the `k` (1..=min(vocab,
+   * 256), default 5) most likely next characters and their probabilities, most likely first.
+   */
+  nextTokens(prompt: string, options?: { k?: number }): Promise<PositionGuesses[]>;
   /** A safetensors checkpoint (weights, optimizer state, config, step, sampler state). */
   save(): Promise<Uint8Array>;
   /**

@@ -272,6 +272,21 @@ export class Kiln {
     return this.#enqueue((s) => s.generate(prompt, options));
   }
 
+  /**
+   * Llama only: for each of the prompt's last `context` characters, the `k` (default 5) most
+   * likely next characters with their probabilities, most likely first.
+   */
+  nextTokens(prompt, options = {}) {
+    let k;
+    try {
+      if (typeof prompt !== 'string') throw invalid('prompt', `must be a string, got ${typeof prompt}`);
+      k = checkInt(checkKeys(options, ['k'], 'nextTokens').k ?? 5, 'k', 1, 256);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return this.#enqueue((s) => s.nextTokens(prompt, k));
+  }
+
   /** A safetensors checkpoint: weights, optimizer state, config, step and sampler state. */
   save() {
     return this.#enqueue((s) => s.save());

@@ -132,7 +132,7 @@ mod typescript {
     const PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/js/kiln-types.d.ts");
 
     fn generated() -> String {
-        use crate::session::{checkpoint, evaluate, generate, recovery};
+        use crate::session::{checkpoint, evaluate, generate, next_tokens, recovery};
         use crate::{config, data, error, kernels, model, optim, param_layout, share};
         let decls = [
             error::ErrorCode::decl(),
@@ -151,6 +151,8 @@ mod typescript {
             optim::OptimConfig::decl(),
             config::SessionConfig::decl(),
             generate::GenerateOptions::decl(),
+            next_tokens::TokenGuess::decl(),
+            next_tokens::PositionGuesses::decl(),
             PresetInfo::decl(),
             AdapterSummary::decl(),
             RunInfo::decl(),

@@ -35,8 +35,18 @@ fn js_error(e: KilnError) -> JsValue {
     error.into()
 }
 
-/// A plain JS object (numbers, not BigInts; null for None) of a Rust value.
+/// A plain JS object of a Rust value, through its JSON: an f32 field then reads as written
+/// (`lr: 0.003`, where a direct conversion to a JS number gives 0.003000000026077032), and
+/// the object equals what checkpoints and links hold.
 fn to_js<T: Serialize>(value: &T) -> Result<JsValue, JsValue> {
+    let failed = |e: String| js_error(KilnError::Gpu(format!("a result could not be converted for JavaScript: {e}")));
+    let json = serde_json::to_string(value).map_err(|e| failed(e.to_string()))?;
+    js_sys::JSON::parse(&json).map_err(|e| failed(format!("{e:?}")))
+}
+
+/// A plain JS object of measured numbers, converted directly (numbers, not BigInts; null for
+/// None), so that a NaN loss stays NaN rather than becoming JSON's null.
+fn numbers_to_js<T: Serialize>(value: &T) -> Result<JsValue, JsValue> {
     value
         .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
         .map_err(|e| js_error(KilnError::Gpu(format!("a result could not be converted for JavaScript: {e}"))))
@@ -240,7 +250,7 @@ impl WebSession {
     /// tokens of text (default: 16,384).
     pub async fn evaluate(&self, validation: bool, max_tokens: Option<u32>) -> Result<JsValue, JsValue> {
         let budget = max_tokens.map_or(crate::session::evaluate::MAX_EVAL_TOKENS, |t| t as usize);
-        to_js(&self.session.evaluate_up_to(validation, budget).await.map_err(js_error)?)
+        numbers_to_js(&self.session.evaluate_up_to(validation, budget).await.map_err(js_error)?)
     }
 
     /// The whole flat weights buffer; `layout` says where each tensor lies.
@@ -256,7 +266,7 @@ impl WebSession {
         let ratios = self.session.update_ratios();
         let by_name = |name: &str| ratios.iter().find(|(n, _)| n == name).map_or(0.0, |(_, r)| *r as f64);
         let out: Vec<UpdateRatio> = self.slots.iter().map(|s| UpdateRatio { name: s.name.clone(), ratio: by_name(&s.name) }).collect();
-        to_js(&out)
+        numbers_to_js(&out)
     }
 
     /// Class probabilities on a grid, or a fitted curve: see `Session::predict_grid`.
@@ -274,6 +284,13 @@ impl WebSession {
             crate::parse::from_json(&object_json(&options, "options").map_err(js_error)?, "options").map_err(js_error)?
         };
         self.session.generate(&prompt, &opts).await.map_err(js_error)
+    }
+
+    /// `PositionGuesses[]`: for each of the prompt's last `context` characters, the `k` most
+    /// likely next characters and their probabilities (softmax and top-k on the GPU).
+    #[wasm_bindgen(js_name = nextTokens)]
+    pub async fn next_tokens(&self, prompt: String, k: u32) -> Result<JsValue, JsValue> {
+        numbers_to_js(&self.session.next_tokens(&prompt, k as usize).await.map_err(js_error)?)
     }
 
     /// A safetensors checkpoint: weights, optimizer state, config, step, sampler state.

@@ -41,7 +41,7 @@ window.kilnPage = {
     heatmaps: heat.tiles.size, hasGrid: !!plot.grid, error: ui.configError || null, linkError: ui.linkError || null,
     hidden: !!state.hidden, lastWeights: state.lastWeights, recoveries: state.recoveries, gpuNotice: ui.gpuNotice || null,
     sampleError: ui.sampleError || null, cpuNotice: ui.cpuNotice || null, status: ui.status.text,
-    prompt: $('sample-prompt').value, grid: plot.grid ? { size: plot.grid.size, classes: plot.grid.classes } : null,
+    prompt: $('sample-prompt').value, nextTokens: state.nextTokens ?? null, grid: plot.grid ? { size: plot.grid.size, classes: plot.grid.classes } : null,
   }),
 };
 
@@ -127,6 +127,7 @@ function onCreated({ info, dataset, config, origin, share }) {
   ui.adapter = `GPU: ${info.adapter?.name ?? 'unknown'} (${info.adapter?.backend ?? 'WebGPU'}) · ${info.dispatchesPerStep} dispatches per step`;
   ui.llama = llama;
   ui.sample = null;
+  ui.nextTokens = null;
   ui.sampleError = '';
   showDataset(config, dataset);
   if (llama && fitPrompt(dataset, info.task !== 'text')) sendView();
@@ -216,6 +217,12 @@ worker.onmessage = (e) => {
       state.lastSampleStep = m.step;
       ui.sample = { step: m.step, prompt: m.prompt, text: m.text };
       ui.sampleError = '';
+      break;
+    case ToPage.nextTokens:
+      // A new prompt starts at its last character: the guesses for what comes next.
+      if (ui.nextTokens?.prompt !== m.prompt) ui.ntPosition = m.positions.length - 1;
+      ui.nextTokens = { step: m.step, prompt: m.prompt, positions: m.positions };
+      state.nextTokens = ui.nextTokens;
       break;
     case ToPage.saved: download(m.bytes, m.step); break;
     case ToPage.loaded:
@@ -352,6 +359,7 @@ $('reset').onclick = () => apply();
 $('preset').onchange = (e) => choosePreset(e.target.value);
 $('log-scale').onchange = (e) => loss.setLog(e.target.checked);
 $('sample-now').onclick = () => { sendView(); send({ type: ToWorker.sample }); };
+$('nt-position').addEventListener('input', (e) => { ui.ntPosition = Number(e.target.value); });
 for (const id of ['sample-prompt', 'sample-temp']) $(id).addEventListener('change', sendView);
 
 form.onEdit((source) => {

@@ -193,6 +193,8 @@ async function sample(gen) {
   try {
     const text = await run.generate(view.prompt, { maxTokens: 120, temperature: view.temperature, topK: 20, seed: step });
     if (gen === generation) post({ type: ToPage.sample, step, prompt: view.prompt, text });
+    const positions = await run.nextTokens(view.prompt, { k: 5 });
+    if (gen === generation) post({ type: ToPage.nextTokens, step, prompt: view.prompt, positions });
   } catch (e) {
     postError('sample', e);
   }

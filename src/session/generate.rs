@@ -85,12 +85,8 @@ impl Session {
         let mut rng = Rng::new(opts.seed);
         let (t, v) = (cfg.context, cfg.vocab);
         for _ in 0..opts.max_tokens {
-            // The last `context` tokens, left-aligned; causal attention ignores the padding after.
-            let start = tokens.len().saturating_sub(t);
-            let mut window = tokens[start..].to_vec();
-            let last = window.len() - 1;
-            window.resize(t, 0);
-            self.gpu.write(&net.input, &window)?;
+            let (input, last) = window(&tokens, t);
+            self.gpu.write(&net.input, &input)?;
             self.gpu.run(&ops)?;
             let logits = self.gpu.read_f32(&net.output).await?;
             // Only the characters the text uses can be drawn (vocab may exceed them).
@@ -99,4 +95,14 @@ impl Session {
         }
         Ok(corpus.decode(&tokens[prompt_len..]))
     }
+}
+
+/// The last `context` of `tokens`, left-aligned in a window of `context` (causal attention
+/// ignores the padding after them), and the window position of the last token.
+pub(super) fn window(tokens: &[u32], context: usize) -> (Vec<u32>, usize) {
+    let start = tokens.len().saturating_sub(context);
+    let mut window = tokens[start..].to_vec();
+    let last = window.len().saturating_sub(1);
+    window.resize(context, 0);
+    (window, last)
 }

@@ -3,11 +3,13 @@
 //! submission per micro-batch (step.rs). Metrics are read back asynchronously, many steps at a
 //! time. Its parts, each a child module with `impl Session`: the training step (step.rs),
 //! evaluation and predictions (evaluate.rs), in-memory snapshots (recovery.rs) and rebuilding
-//! on a new device (recover.rs), checkpoints (checkpoint.rs), text generation (generate.rs).
+//! on a new device (recover.rs), checkpoints (checkpoint.rs), text generation (generate.rs) and
+//! the next-token view (next_tokens.rs).
 
 pub mod checkpoint;
 pub mod evaluate;
 pub mod generate;
+pub mod next_tokens;
 mod recover;
 pub mod recovery;
 mod step;

@@ -93,6 +93,15 @@ async function main() {
       assert((await page.textContent('#sample-output')).includes(s.lastSample.slice(0, 20)), 'the sample is shown');
       assert(Number((await page.textContent('#stat-tps')).replace(/,/g, '')) > 0, 'tokens/s shows a rate');
       assert(s.heatmaps >= 9, `every Llama tensor has a heatmap (got ${s.heatmaps})`);
+      // The next-token view: the prompt's characters, five guesses each, most likely first.
+      const nt = await until(page, () => window.kilnPage.summary().nextTokens, null, 'the next-token view', 60_000);
+      assert(nt.positions.map((p) => p.text).join('') === nt.prompt && nt.prompt === s.prompt, `positions spell the prompt: ${JSON.stringify(nt.prompt)}`);
+      for (const p of nt.positions) {
+        const probs = p.next.map((g) => g.probability);
+        assert(probs.length === 5 && probs.every((q, i) => q > 0 && q <= 1 && (i === 0 || q <= probs[i - 1])), `guesses after ${JSON.stringify(p.text)}: ${probs}`);
+        assert(probs.reduce((a, b) => a + b, 0) <= 1 + 1e-5, 'probabilities of distinct characters sum to at most 1');
+      }
+      await until(page, () => document.querySelectorAll('#nt-list li').length === 5 && !document.getElementById('next-tokens').hidden, null, 'the next-token bars', 10_000);
     });
 
     await test('bad config (heads not dividing d_model) shows the error and the page keeps working', page, async () => {

@@ -68,6 +68,9 @@ await check('no WebGPU: create rejects with advice; init with an injected GPU; p
   assert(presets().every((p) => typeof p.description === 'string' && p.description.length > 0), 'descriptions');
   const cfg = preset('mlp-spiral');
   assert(cfg.model.mlp.input_dim === 2 && cfg.data.points.task === 'spiral', JSON.stringify(cfg));
+  // f32 fields read as written, not as their f64 widening (0.003000000026077032).
+  const tiny = preset('llama-tiny');
+  assert(tiny.optimizer.lr === 0.003 && tiny.optimizer.beta1 === 0.9 && tiny.model.llama.norm_eps === 1e-5, JSON.stringify(tiny.optimizer));
   assert(/no preset named/.test((() => { try { preset('nope'); } catch (e) { return e.message; } })() ?? ''), 'unknown preset should throw');
 });
 
@@ -268,6 +271,10 @@ await check('a tiny Llama trains and generates', async () => {
   assert(out === (await r.generate('the ', { maxTokens: 12, temperature: 0.8, topK: 5, seed: 7 })), 'same seed, same text');
   await rejects(r.generate('the ', { maxTokens: 0 }), '`maxTokens`', 'maxTokens 0');
   await rejects(r.generate('Z'), '`prompt`', 'prompt outside the vocabulary');
+  const guesses = await r.nextTokens('the q', { k: 3 });
+  assert(guesses.length === 5 && guesses.map((g) => g.text).join('') === 'the q', `nextTokens positions ${JSON.stringify(guesses.map((g) => g.text))}`);
+  assert(guesses.every((g) => g.next.length === 3 && g.next[0].probability >= g.next[2].probability), 'three guesses each, most likely first');
+  await failsWith(() => r.nextTokens('the q', { k: 0 }), 'invalid-input', 'k', 'k 0');
   const d = r.dataset();
   assert(d.kind === 'text' && d.vocab.length === new Set(text).size && d.excerpt.startsWith('the quick'), 'text preview');
   await rejects(r.predictGrid(), 'MLP', 'predictGrid on a Llama');

@@ -46,6 +46,8 @@ export const ToPage = Object.freeze({
   snapshot: 'snapshot',
   /** {step, prompt, text} */
   sample: 'sample',
+  /** {step, prompt, positions: PositionGuesses[]}: the next-token view of the prompt */
+  nextTokens: 'next-tokens',
   /** {bytes, step} */
   saved: 'saved',
   /** {step} */

@@ -27,6 +27,9 @@ export const ui = {
   share: { url: '', note: '' },
   /** The latest sample {step, prompt, text}, or null. */
   sample: null,
+  /** The next-token view {step, prompt, positions}, or null, and the position shown. */
+  nextTokens: null,
+  ntPosition: 0,
   sampleError: '',
   buttons: { ready: false, live: false, playing: false },
 };
@@ -55,6 +58,32 @@ function renderSample(sample) {
   const b = document.createElement('b');
   b.textContent = sample.prompt;
   $('sample-output').replaceChildren(head, b, document.createTextNode(sample.text));
+}
+
+/** The chosen position's guesses as bars (widths through the CSSOM, which the CSP allows). */
+function renderNextTokens(view, position) {
+  shown('next-tokens', !!view);
+  if (!view || (drawn.get('nt') === view && drawn.get('nt-pos') === position)) return;
+  drawn.set('nt', view);
+  drawn.set('nt-pos', position);
+  const p = Math.min(position, view.positions.length - 1);
+  put('nt-position', 'max', String(view.positions.length - 1));
+  put('nt-position', 'value', String(p));
+  const at = view.positions[p];
+  text('nt-char', JSON.stringify(at?.text ?? ''));
+  $('nt-list').replaceChildren(...(at?.next ?? []).map((g) => {
+    const li = document.createElement('li');
+    const ch = document.createElement('code');
+    ch.textContent = JSON.stringify(g.text);
+    const bar = document.createElement('span');
+    bar.className = 'nt-bar';
+    bar.style.width = `${(g.probability * 100).toFixed(1)}%`;
+    const pct = document.createElement('span');
+    pct.className = 'hint';
+    pct.textContent = `${(g.probability * 100).toFixed(1)}%`;
+    li.append(ch, bar, pct);
+    return li;
+  }));
 }
 
 function renderButtons({ ready, live, playing }) {
@@ -97,5 +126,6 @@ export function render() {
   put('share-url', 'value', ui.share.url);
   text('share-note', ui.share.note);
   renderSample(ui.sample);
+  renderNextTokens(ui.nextTokens, ui.ntPosition);
   renderButtons(ui.buttons);
 }
