@@ -6,11 +6,12 @@
 import * as form from './ui/form.js';
 import { LossChart, RatioChart } from './ui/charts.js';
 import { Heatmaps } from './ui/heatmaps.js';
-import { PointsPlot } from './ui/points.js';
+import { PointsPlot, plotColumns } from './ui/points.js';
 import { wireFiles, showCustomPoints, download, parseCsv, onParsedPoints } from './ui/files.js';
 import { ToWorker, ToPage } from './ui/protocol.js';
 import { fitPrompt, cpuAdvice, CPU_SIZES } from './ui/samples.js';
 import { ui, render } from './ui/render.js';
+import { Runs } from './ui/runs.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -41,7 +42,7 @@ window.kilnPage = {
     heatmaps: heat.tiles.size, hasGrid: !!plot.grid, error: ui.configError || null, linkError: ui.linkError || null,
     hidden: !!state.hidden, lastWeights: state.lastWeights, recoveries: state.recoveries, gpuNotice: ui.gpuNotice || null,
     sampleError: ui.sampleError || null, cpuNotice: ui.cpuNotice || null, status: ui.status.text,
-    prompt: $('sample-prompt').value, nextTokens: state.nextTokens ?? null, grid: plot.grid ? { size: plot.grid.size, classes: plot.grid.classes } : null,
+    kept: runs.summary(), prompt: $('sample-prompt').value, nextTokens: state.nextTokens ?? null, grid: plot.grid ? { size: plot.grid.size, classes: plot.grid.classes } : null,
   }),
 };
 
@@ -51,6 +52,15 @@ const heat = new Heatmaps($('heatmaps'));
 const plot = new PointsPlot($('data-canvas'));
 const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
 const send = (msg, transfer) => worker.postMessage(msg, transfer ?? []);
+const runs = new Runs({
+  send,
+  onProblem: (text) => { ui.runsProblem = text; },
+  rebuild: (run) => {
+    writeConfig(run.config);
+    ui.presetDesc = `Rebuilt from ${run.name} (no checkpoint was kept, so training starts again).`;
+    apply();
+  },
+});
 
 // ---- status and errors --------------------------------------------------------------------
 
@@ -111,6 +121,7 @@ function onCreated({ info, dataset, config, origin, share }) {
   state.config = config;
   state.info = info;
   state.runs++;
+  runs.built(config, info, $('preset').value || 'custom', origin);
   state.dataset = dataset;
   state.step = 0;
   showError('');
@@ -140,19 +151,6 @@ function onCreated({ info, dataset, config, origin, share }) {
   updateButtons();
 }
 
-/** Splits a dataset split ({inputs, labels|targets, inputDim}) into plot columns. */
-function columns(split, regression) {
-  if (!split?.inputs) return null;
-  const d = split.inputDim ?? (regression ? 1 : 2);
-  const n = Math.floor(split.inputs.length / d);
-  const xs = new Float32Array(n), ys = new Float32Array(n);
-  for (let i = 0; i < n; i++) {
-    xs[i] = split.inputs[i * d];
-    ys[i] = regression ? split.targets[i] : split.inputs[i * d + 1];
-  }
-  return { xs, ys, labels: regression ? null : split.labels };
-}
-
 function showDataset(config, ds) {
   if (config.model.llama) {
     const v = ds?.vocab?.length;
@@ -165,12 +163,12 @@ function showDataset(config, ds) {
   ui.dataHint = regression
     ? 'dots: training points · rings: validation · line: the model'
     : `filled: training points · rings: validation · shading: the most likely of ${classes} classes, stronger where the model is surer`;
-  const train = columns(ds, regression);
+  const train = plotColumns(ds, regression);
   if (!train) {
     plot.setPoints([], [], null, { regression, classes });
     return;
   }
-  plot.setPoints(train.xs, train.ys, train.labels, { regression, classes, held: columns(ds.validation, regression) });
+  plot.setPoints(train.xs, train.ys, train.labels, { regression, classes, held: plotColumns(ds.validation, regression) });
   sendView();
   send({ type: ToWorker.refresh });
 }
@@ -197,6 +195,8 @@ worker.onmessage = (e) => {
     case ToPage.nogpu: showNoGpu(`This browser exposes WebGPU, but Kiln could not start on it: ${m.message}`); break;
     case ToPage.created: onCreated(m); break;
     case ToPage.state:
+      // Paused: keep where the run stopped.
+      if (state.playing && !m.playing) runs.keep(false, true);
       state.playing = m.playing;
       if (state.info) setStatus(m.playing ? 'Training…' : `Paused at step ${state.step}.`, 'ok');
       updateButtons();
@@ -206,6 +206,7 @@ worker.onmessage = (e) => {
       // A hidden tab draws no frames: fold the points into the chart (it thins itself).
       if (pendingMetrics.length > 20_000) flushMetrics();
       state.step = Math.max(state.step, m.points[m.points.length - 1].step);
+      runs.metrics(m.points, m.rates);
       if (m.rates) {
         ui.stats = { ...ui.stats, sps: fmt(m.rates.stepsPerSecond ?? 0), tps: Math.round(m.rates.tokensPerSecond ?? 0).toLocaleString('en-US') };
       }
@@ -224,13 +225,17 @@ worker.onmessage = (e) => {
       ui.nextTokens = { step: m.step, prompt: m.prompt, positions: m.positions };
       state.nextTokens = ui.nextTokens;
       break;
-    case ToPage.saved: download(m.bytes, m.step); break;
+    case ToPage.saved:
+      if (m.purpose === 'keep') runs.keepCheckpoint(m.bytes, m.id);
+      else download(m.bytes, m.step);
+      break;
     case ToPage.loaded:
       state.step = m.step;
       pendingMetrics = [];
       loss.reset();
       ratios.reset();
       ui.stats = { ...ui.stats, step: String(m.step) };
+      runs.loaded(state.config, state.info);
       showError('');
       setStatus(`Checkpoint loaded at step ${m.step} — press Play to continue.`, 'ok');
       break;
@@ -288,6 +293,7 @@ function onSnapshot(m) {
   if (m.grid) toDraw.grid = m.grid;
   if (m.validation) {
     loss.validation(m.step, m.validation.loss);
+    runs.validation(m.validation.loss, m.validation.accuracy);
     const acc = m.validation.accuracy;
     ui.valMetric = `validation ${m.validation.loss.toFixed(4)}${acc == null ? '' : ` · accuracy ${(acc * 100).toFixed(1)}%`} @ step ${m.step}`;
   }
@@ -306,6 +312,8 @@ function frame() {
   if (toDraw.grid) plot.setGrid(toDraw.grid);
   toDraw.weights = toDraw.grid = null;
   updateButtons();
+  if (state.info) runs.keep(state.playing);
+  runs.render();
   render();
   loss.draw();
   ratios.draw();
@@ -407,6 +415,7 @@ if (!('gpu' in navigator) || !navigator.gpu) {
   worker.terminate();
 } else {
   form.syncVisibility();
+  runs.load();
   send({ type: ToWorker.init, hash: location.hash });
 }
 // The no-WebGPU explanation must show even where no frame is drawn yet.

@@ -214,11 +214,12 @@ async function singleStep() {
   if (gen === generation) await snapshot({ force: true });
 }
 
-async function save() {
+/** A checkpoint for the page: to download, or (`purpose` 'keep') to keep with the run's record. */
+async function save(purpose, id) {
   if (!run) return;
   try {
     const bytes = await exclusive(() => run.save());
-    post({ type: ToPage.saved, bytes, step }, [bytes.buffer]);
+    post({ type: ToPage.saved, bytes, step, purpose, id }, [bytes.buffer]);
   } catch (e) {
     postError('save', e);
   }
@@ -284,7 +285,7 @@ self.onmessage = (e) => {
     }
     case ToWorker.refresh: if (!playing) snapshot({ force: true }); break;
     case ToWorker.sample: if (run && isLlama()) exclusive(() => sample(generation)); break;
-    case ToWorker.save: save(); break;
+    case ToWorker.save: save(m.purpose, m.id); break;
     case ToWorker.load: load(m.bytes); break;
     case ToWorker.openLink: {
       const linked = openLink(m.hash);

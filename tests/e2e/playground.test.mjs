@@ -207,6 +207,33 @@ async function main() {
       assert(labels.join(' ') === '1e-4 2.5e-6 0.001 0.05 1 250', `tick labels: ${labels.join(' ')}`);
     });
 
+    await test('runs are kept across a reload, reopen where they stopped, and compare on one chart', null, async () => {
+      const p = await newPage(browser, { errors });
+      await p.goto(server.url);
+      await until(p, () => window.kilnPage?.summary().info?.task === 'spiral', null, 'the first run', 60_000);
+      await p.click('#play');
+      await until(p, () => window.kilnPage.summary().step >= 40, null, '40 steps', 60_000);
+      await p.click('#pause');
+      const kept = await until(p, () => window.kilnPage.summary().kept.runs.find((r) => r.checkpoint && r.steps >= 40 && r.checkpointStep === r.steps), null, 'the run and its checkpoint kept', 30_000);
+      await p.reload();
+      await until(p, (id) => window.kilnPage?.summary().info && window.kilnPage.summary().kept.runs.some((r) => r.id === id), kept.id, 'the kept run after a reload', 60_000);
+      await p.click(`#runs-table tr[data-run="${kept.id}"] >> text=Open`);
+      await until(p, (n) => /Checkpoint loaded at step/.test(document.getElementById('status').textContent) && window.kilnPage.summary().step === n, kept.checkpointStep, 'the run reopened where it stopped', 30_000);
+      // A second run with another learning rate; both on one chart, the legend names the difference.
+      await p.fill('#opt-lr', '0.05');
+      await until(p, () => window.kilnPage.summary().info?.config?.optimizer?.lr === 0.05, null, 'the lr 0.05 run', 60_000);
+      await p.click('#play');
+      await until(p, () => window.kilnPage.summary().step >= 20, null, '20 steps at lr 0.05', 60_000);
+      await p.click('#pause');
+      await until(p, () => window.kilnPage.summary().kept.runs.length === 2, null, 'two kept runs', 30_000);
+      await p.check('#runs-table tbody tr:nth-child(1) input[type=checkbox]');
+      await p.check('#runs-table tbody tr:nth-child(2) input[type=checkbox]');
+      const overlay = await until(p, () => window.kilnPage.summary().kept.overlay.length === 2 && window.kilnPage.summary().kept.overlay, null, 'two curves on the runs chart', 10_000);
+      assert(overlay.every((label) => label.includes('optimizer.lr=')), `the legend names the differing field: ${overlay.join(' | ')}`);
+      await p.screenshot({ path: path.join(OUT, 'runs.png'), fullPage: true });
+      await p.context().close();
+    });
+
     await test('without WebGPU the page explains what is needed', null, async () => {
       const p3 = await newPage(browser, { gpu: false });
       await p3.goto(server.url);

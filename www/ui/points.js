@@ -179,3 +179,16 @@ export class PointsPlot {
     }
   }
 }
+
+/** Splits a dataset split ({inputs, labels|targets, inputDim}) into plot columns. */
+export function plotColumns(split, regression) {
+  if (!split?.inputs) return null;
+  const d = split.inputDim ?? (regression ? 1 : 2);
+  const n = Math.floor(split.inputs.length / d);
+  const xs = new Float32Array(n), ys = new Float32Array(n);
+  for (let i = 0; i < n; i++) {
+    xs[i] = split.inputs[i * d];
+    ys[i] = regression ? split.targets[i] : split.inputs[i * d + 1];
+  }
+  return { xs, ys, labels: regression ? null : split.labels };
+}

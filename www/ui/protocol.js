@@ -17,6 +17,7 @@ export const ToWorker = Object.freeze({
   refresh: 'refresh',
   /** Sample the Llama now. */
   sample: 'sample',
+  /** {purpose?: 'keep', id?}: a checkpoint, to download or to keep with run `id` (answered by `saved`). */
   save: 'save',
   /** {bytes: Uint8Array}: a checkpoint file. */
   load: 'load',
@@ -48,7 +49,7 @@ export const ToPage = Object.freeze({
   sample: 'sample',
   /** {step, prompt, positions: PositionGuesses[]}: the next-token view of the prompt */
   nextTokens: 'next-tokens',
-  /** {bytes, step} */
+  /** {bytes, step, purpose, id} */
   saved: 'saved',
   /** {step} */
   loaded: 'loaded',

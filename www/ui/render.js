@@ -32,6 +32,8 @@ export const ui = {
   ntPosition: 0,
   sampleError: '',
   buttons: { ready: false, live: false, playing: false },
+  /** Why a run or its checkpoint was not kept in the browser ('' when all is kept). */
+  runsProblem: '',
 };
 
 const drawn = new Map();
@@ -100,7 +102,8 @@ function renderButtons({ ready, live, playing }) {
 export function render() {
   text('status', ui.status.text);
   if ($('status').dataset.state !== ui.status.kind) $('status').dataset.state = ui.status.kind;
-  for (const [id, value] of [['config-error', ui.configError], ['link-error', ui.linkError], ['gpu-notice', ui.gpuNotice], ['sample-error', ui.sampleError]]) {
+  const slots = [['config-error', ui.configError], ['link-error', ui.linkError], ['gpu-notice', ui.gpuNotice], ['sample-error', ui.sampleError], ['runs-problem', ui.runsProblem]];
+  for (const [id, value] of slots) {
     text(id, value);
     shown(id, !!value);
   }
