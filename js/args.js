@@ -38,6 +38,7 @@ export function checkKeys(options, allowed, what) {
   return options;
 }
 
+/** An integer in lo..=hi, for the arguments only the JS layer knows (steps, readEvery). */
 export function checkInt(value, field, lo, hi) {
   if (!Number.isInteger(value) || value < lo || value > hi) {
     throw invalid(field, `must be an integer in ${lo}..=${hi}, got ${typeof value === 'string' ? JSON.stringify(value) : value}`);
@@ -45,9 +46,12 @@ export function checkInt(value, field, lo, hi) {
   return value;
 }
 
-export function checkNumber(value, field) {
-  if (typeof value !== 'number' || !Number.isFinite(value)) throw invalid(field, `must be a finite number, got ${value}`);
-  return value;
+/**
+ * A whole number for a u32 argument of the wasm: wasm-bindgen would wrap -1 or truncate 1.5
+ * silently, so the type is checked here; the allowed range is Rust's to check (and name).
+ */
+export function checkU32(value, field) {
+  return checkInt(value, field, 0, 0xffff_ffff);
 }
 
 /** A config as the wasm side takes it: an object, or its JSON text. */

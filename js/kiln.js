@@ -7,7 +7,7 @@
 // wasm-bindgen's "recursive use of an object" error. Every Error it rejects with has a `code`.
 
 import { bindings, ensureInit, toMetrics } from './module.js';
-import { invalid, asError, kilnError, checkKeys, checkInt, checkNumber, configArg, checkpointBytes } from './args.js';
+import { invalid, asError, kilnError, checkKeys, checkInt, checkU32, configArg, checkpointBytes } from './args.js';
 
 export { init, presets, preset, validateConfig, shareConfig, openShared, readCheckpoint, parsePoints, adapterInfo } from './module.js';
 
@@ -108,7 +108,7 @@ export class Kiln {
 
   /** Snapshot the state for recovery from device loss at most every `steps` steps (0: never; default 100, more for models over a million parameters). */
   setSnapshotEvery(steps) {
-    const n = checkInt(steps, 'steps', 0, 1e9);
+    const n = checkU32(steps, 'steps');
     return this.#enqueue(async (s) => s.setSnapshotEvery(n));
   }
 
@@ -223,7 +223,7 @@ export class Kiln {
       const o = checkKeys(options, ['validation', 'maxTokens'], 'evaluate');
       validation = o.validation ?? true;
       if (typeof validation !== 'boolean') throw invalid('validation', `must be true or false, got ${validation}`);
-      maxTokens = o.maxTokens === undefined ? undefined : checkInt(o.maxTokens, 'maxTokens', 1, 16_384);
+      maxTokens = o.maxTokens === undefined ? undefined : checkU32(o.maxTokens, 'maxTokens');
     } catch (e) {
       return Promise.reject(e);
     }
@@ -252,8 +252,9 @@ export class Kiln {
     let size, extent;
     try {
       const o = checkKeys(options, ['size', 'extent'], 'predictGrid');
-      size = checkInt(o.size ?? 64, 'size', 1, 65536);
-      extent = checkNumber(o.extent ?? 1.5, 'extent');
+      size = checkU32(o.size ?? 64, 'size');
+      extent = o.extent ?? 1.5;
+      if (typeof extent !== 'number') throw invalid('extent', `must be a number, got ${typeof extent}`);
     } catch (e) {
       return Promise.reject(e);
     }
@@ -280,7 +281,7 @@ export class Kiln {
     let k;
     try {
       if (typeof prompt !== 'string') throw invalid('prompt', `must be a string, got ${typeof prompt}`);
-      k = checkInt(checkKeys(options, ['k'], 'nextTokens').k ?? 5, 'k', 1, 256);
+      k = checkU32(checkKeys(options, ['k'], 'nextTokens').k ?? 5, 'k');
     } catch (e) {
       return Promise.reject(e);
     }

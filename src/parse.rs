@@ -3,28 +3,18 @@
 //! missing field or an unknown one becomes `invalid \`optimizer.beta1\`: …` with the same path
 //! the validators use, and without the parser's "line 1 column 5632" into JSON nobody wrote.
 
-use std::fmt::Display;
-
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 
 use crate::error::{KilnError, Result};
 
-/// Deserializes a `T`; `root` names the whole value in an error about it (e.g. `config`).
-pub fn parse<'de, T: Deserialize<'de>, D: Deserializer<'de>>(de: D, root: &str) -> Result<T>
-where
-    D::Error: Display,
-{
-    serde_path_to_error::deserialize(de).map_err(|e| {
+/// `T` from JSON text; `root` names the whole value in an error about it (e.g. `config`).
+pub fn from_json<T: for<'de> Deserialize<'de>>(json: &str, root: &str) -> Result<T> {
+    let mut de = serde_json::Deserializer::from_str(json);
+    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
         let at = if path == "." { root.to_string() } else { path };
         named(&at, &e.into_inner().to_string())
-    })
-}
-
-/// `T` from JSON text.
-pub fn from_json<T: for<'de> Deserialize<'de>>(json: &str, root: &str) -> Result<T> {
-    let mut de = serde_json::Deserializer::from_str(json);
-    let value = parse(&mut de, root)?;
+    })?;
     de.end().map_err(|_| KilnError::invalid(root, "has trailing characters after the JSON value"))?;
     Ok(value)
 }

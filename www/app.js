@@ -11,6 +11,7 @@ import { wireFiles, showCustomPoints, download, parseCsv, onParsedPoints } from 
 import { ToWorker, ToPage } from './ui/protocol.js';
 import { fitPrompt, cpuAdvice, CPU_SIZES } from './ui/samples.js';
 import { ui, render } from './ui/render.js';
+import { setStatus, showError, showLinkError, showNoGpu, showRecovered, showWorkerError } from './ui/notices.js';
 import { Runs } from './ui/runs.js';
 
 const $ = (id) => document.getElementById(id);
@@ -42,7 +43,7 @@ window.kilnPage = {
     heatmaps: heat.tiles.size, hasGrid: !!plot.grid, error: ui.configError || null, linkError: ui.linkError || null,
     hidden: !!state.hidden, lastWeights: state.lastWeights, recoveries: state.recoveries, gpuNotice: ui.gpuNotice || null,
     sampleError: ui.sampleError || null, cpuNotice: ui.cpuNotice || null, status: ui.status.text,
-    kept: runs.summary(), prompt: $('sample-prompt').value, nextTokens: state.nextTokens ?? null, grid: plot.grid ? { size: plot.grid.size, classes: plot.grid.classes } : null,
+    kept: runs.summary(), prompt: $('sample-prompt').value, nextTokens: ui.nextTokens, grid: plot.grid ? { size: plot.grid.size, classes: plot.grid.classes } : null,
   }),
 };
 
@@ -62,29 +63,10 @@ const runs = new Runs({
   },
 });
 
-// ---- status and errors --------------------------------------------------------------------
-
-function setStatus(text, kind = 'ok') {
-  ui.status = { text, kind };
-}
-
-function showError(text) {
-  ui.configError = text;
-}
-
-function showLinkError(message) {
-  ui.linkError = `Ignoring the link's config: ${message}. Showing a preset instead.`;
-}
-
 /** Fills the form from a config; your own points in it are parsed by the worker for the plot. */
 function writeConfig(config) {
   form.writeConfig(config);
   if (config.data.points?.csv != null) parseCsv(send, config.data.points.csv, false);
-}
-
-function showNoGpu(reason) {
-  ui.noGpu = reason;
-  setStatus('WebGPU is not available — see below.', 'error');
 }
 
 function updateButtons() {
@@ -145,7 +127,8 @@ function onCreated({ info, dataset, config, origin, share }) {
   ui.cpuNotice = cpuAdvice(info);
   const url = new URL(location.href);
   url.hash = share.state ? `c=${share.state}` : '';
-  ui.share = { url: url.toString(), note: share.dropped ? `The link leaves out ${share.dropped} (too large for a URL).` : '' };
+  const note = share.error ? `No link for this config: ${share.error}` : share.dropped ? `The link leaves out ${share.dropped} (too large for a URL).` : '';
+  ui.share = { url: share.state ? url.toString() : '', note };
   history.replaceState(null, '', url.hash || location.pathname);
   setStatus(state.playing ? 'Training…' : 'Ready — press Play.', 'ok');
   updateButtons();
@@ -223,7 +206,6 @@ worker.onmessage = (e) => {
       // A new prompt starts at its last character: the guesses for what comes next.
       if (ui.nextTokens?.prompt !== m.prompt) ui.ntPosition = m.positions.length - 1;
       ui.nextTokens = { step: m.step, prompt: m.prompt, positions: m.positions };
-      state.nextTokens = ui.nextTokens;
       break;
     case ToPage.saved:
       if (m.purpose === 'keep') runs.keepCheckpoint(m.bytes, m.id);
@@ -239,8 +221,14 @@ worker.onmessage = (e) => {
       showError('');
       setStatus(`Checkpoint loaded at step ${m.step} — press Play to continue.`, 'ok');
       break;
-    case ToPage.recovered: onRecovered(m); break;
-    case ToPage.error: onWorkerError(m); break;
+    case ToPage.recovered:
+      state.recoveries.push({ reason: m.reason, lostAt: m.lostAt, resumedAt: m.resumedAt });
+      showRecovered(m);
+      break;
+    case ToPage.error:
+      state.errors.push({ op: m.op, message: m.message, code: m.code, field: m.field });
+      showWorkerError(m, !!state.info);
+      break;
     case ToPage.link:
       writeConfig(m.config);
       $('preset').value = '';
@@ -251,35 +239,10 @@ worker.onmessage = (e) => {
   }
 };
 
-/** The GPU device was lost and the worker rebuilt the run from its latest snapshot. */
-function onRecovered({ reason, lostAt, resumedAt }) {
-  state.recoveries.push({ reason, lostAt, resumedAt });
-  const redone = lostAt - resumedAt;
-  ui.gpuNotice = `The GPU device was lost (${reason}). Kiln rebuilt the run on a new device from its snapshot at step ${resumedAt}`
-    + (redone ? `; the ${redone} step${redone === 1 ? '' : 's'} after it were trained again, identically.` : '; nothing was lost.');
-}
 worker.onerror = (e) => {
   e.preventDefault?.();
   showNoGpu(`The training worker failed to start (${e.message || 'module worker error'}). Kiln needs a browser with module workers and WebGPU.`);
 };
-
-function onWorkerError({ op, message, code, field }) {
-  state.errors.push({ op, message, code, field });
-  if (op === 'sample') {
-    // Beside the sample it is about, not in the config's error slot: the config is fine.
-    ui.sampleError = `Sampling failed: ${message}`;
-  } else if (op === 'link') {
-    showLinkError(message);
-  } else if (op === 'csv') {
-    showError(`Your CSV: ${message}`);
-  } else if (op === 'create') {
-    showError(`Could not build this model: ${message}`);
-    setStatus(state.info ? 'The previous model is still loaded.' : 'Fix the config to start.', 'error');
-  } else {
-    showError(`${op} failed: ${message}`);
-  }
-}
-
 
 /** Canvases waiting for the next frame: the latest weights and decision grid. */
 const toDraw = { weights: null, grid: null };

@@ -98,11 +98,12 @@ async function create(config, play, origin = 'form') {
   return gen === generation && !!run;
 }
 
+/** The run's share link state, or {error} when the config cannot be put in a link. */
 function shareOf(config) {
   try {
     return shareConfig(config);
   } catch (e) {
-    return { state: '', dropped: messageOf(e) };
+    return { state: '', dropped: null, error: messageOf(e) };
   }
 }
 

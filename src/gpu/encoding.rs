@@ -4,7 +4,6 @@
 //! on the CPU later (`Staging`). Natively, map callbacks fire when the device is polled
 //! (`Gpu::poll`, `Gpu::wait`); in the browser the event loop drives them.
 
-use crate::error::Result;
 use crate::gpu::{Gpu, Op, Tensor};
 
 /// One piece of a submission, run in order.
@@ -18,9 +17,9 @@ pub enum Command<'a> {
 }
 
 impl Gpu {
-    /// Encodes the commands into one encoder and submits it; fails with the first error wgpu
-    /// reported since the last check (`DeviceLost` once the device is gone).
-    pub fn submit(&self, commands: &[Command<'_>]) -> Result<()> {
+    /// Encodes the commands into one encoder and submits it. Errors surface at the next
+    /// `check_errors` (a step checks once, after all its submissions).
+    pub fn submit(&self, commands: &[Command<'_>]) {
         let mut encoder = self.device.create_command_encoder(&Default::default());
         for command in commands {
             match command {
@@ -35,7 +34,6 @@ impl Gpu {
             }
         }
         self.queue.submit([encoder.finish()]);
-        self.check_errors()
     }
 
     /// Lets map callbacks that are due fire, without waiting (natively; a no-op in the browser).

@@ -325,7 +325,8 @@ impl Gpu {
 
     /// Encodes `ops` in order into one compute pass and submits them.
     pub fn run(&self, ops: &[&Op]) -> Result<()> {
-        self.submit(&[Command::Pass(ops)])
+        self.submit(&[Command::Pass(ops)]);
+        self.check_errors()
     }
 
     /// Why the device was lost, if it has been. Natively the loss is noticed when the device is

@@ -48,19 +48,20 @@ impl Session {
     /// page evaluating while it trains keeps this near one training batch, so that an
     /// evaluation costs about a step even on a CPU adapter.
     pub async fn evaluate_up_to(&self, validation: bool, max_tokens: usize) -> Result<Evaluation> {
+        ensure((1..=MAX_EVAL_TOKENS).contains(&max_tokens), "maxTokens", || format!("must be 1..={MAX_EVAL_TOKENS}, got {max_tokens}"))?;
         let outputs = self.cfg.model.outputs();
         if let Some(set) = self.data.points(validation) {
             ensure(!set.is_empty(), "data", || "the split is empty".into())?;
             let out = self.predict(set.len(), &set.inputs).await?;
             let e = if set.labels.is_empty() { mse(&out, &set.targets) } else { classify(&out, &set.labels, outputs) };
-            return Ok(Evaluation { scored: set.len(), available: set.len(), ..e });
+            return Ok(Evaluation { available: set.len(), ..e });
         }
         let (corpus, context) = (self.data.corpus().ok_or_else(|| KilnError::invalid("data", "text data expected"))?, self.cfg.model.rows_per_example());
-        let most = max_tokens.min(MAX_EVAL_TOKENS) / context;
+        let most = max_tokens / context;
         let (x, y, windows) = corpus.windows(context, validation, most);
         let out = self.predict_in_runs(windows, &x, self.cfg.batch).await?;
         let e = classify(&out, &y, outputs);
-        Ok(Evaluation { scored: y.len(), available: corpus.range(validation).len() - 1, ..e })
+        Ok(Evaluation { available: corpus.range(validation).len() - 1, ..e })
     }
 
     /// `predict` for many examples through one net of `per_run` examples, run as often as needed
@@ -87,7 +88,7 @@ impl Session {
 fn mse(out: &[f32], targets: &[f32]) -> Evaluation {
     let n = targets.len().max(1);
     let loss = out.iter().zip(targets).map(|(&o, &t)| (o as f64 - t as f64).powi(2)).sum::<f64>() / n as f64;
-    Evaluation { loss, accuracy: None, scored: 0, available: 0 }
+    Evaluation { loss, accuracy: None, scored: targets.len(), available: targets.len() }
 }
 
 /// Mean cross-entropy and accuracy of rows of logits, in f64.
@@ -102,5 +103,5 @@ fn classify(out: &[f32], labels: &[u32], classes: usize) -> Evaluation {
         correct += usize::from(argmax == label as usize);
     }
     let n = labels.len().max(1) as f64;
-    Evaluation { loss: loss / n, accuracy: Some(correct as f64 / n), scored: 0, available: 0 }
+    Evaluation { loss: loss / n, accuracy: Some(correct as f64 / n), scored: labels.len(), available: labels.len() }
 }

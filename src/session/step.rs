@@ -41,7 +41,7 @@ impl Session {
         self.record.set(&self.gpu, &row)?;
         for (micro, batch) in (0..micro_batches).zip(batches) {
             self.upload(batch)?;
-            self.submit_micro(micro == 0, micro + 1 == micro_batches)?;
+            self.submit_micro(micro == 0, micro + 1 == micro_batches);
         }
         self.step = t;
         self.snapshots.after_step(&self.gpu, &self.params, t, &self.rng);
@@ -51,7 +51,7 @@ impl Session {
     /// A micro-batch's forward, loss and backward in one submission; the first clears the
     /// gradients, the last keeps the weights before the update and runs the optimizer and the
     /// metrics record.
-    fn submit_micro(&self, first: bool, last: bool) -> Result<()> {
+    fn submit_micro(&self, first: bool, last: bool) {
         let ops = self.pass.ops.iter();
         let update = if last { self.optimizer.ops().into_iter().chain([&self.record.op]).collect() } else { vec![] };
         let pass: Vec<&Op> = ops.chain(update).collect();
@@ -59,7 +59,7 @@ impl Session {
         let clear = first.then_some(Command::Clear(&self.params.grads));
         let copy = last.then_some(Command::Copy { from: w, to: prev });
         let commands: Vec<Command<'_>> = clear.into_iter().chain(copy).chain([Command::Pass(&pass)]).collect();
-        self.gpu.submit(&commands)
+        self.gpu.submit(&commands);
     }
 
     fn upload(&self, batch: &Batch) -> Result<()> {

@@ -35,7 +35,7 @@ export const ToPage = Object.freeze({
   ready: 'ready',
   /** {message}: WebGPU exists but Kiln cannot start on it. */
   nogpu: 'nogpu',
-  /** {info: RunInfo, dataset: DatasetPreview, config, origin: 'form'|'checkpoint', share: Shared} */
+  /** {info: RunInfo, dataset: DatasetPreview, config, origin: 'form'|'checkpoint', share: Shared & {error?}} */
   created: 'created',
   /** {op, message, code, field}: `op` says which request failed; `code` is the KilnError code. */
   error: 'error',
