@@ -163,6 +163,84 @@ text: string,
  */
 next: Array<TokenGuess>, };
 
+export type NeuronLayer = { 
+/**
+ * "input", "layer0" … (hidden layers, after the activation) or "output".
+ */
+name: string, neurons: number, 
+/**
+ * (neurons, points): each neuron's output at every point, neuron by neuron. The output
+ * layer holds class probabilities (classification) or the prediction (regression).
+ */
+values: Array<number>, };
+
+export type NeuronOutputs = { 
+/**
+ * size (a curve's x values, or a grid's side).
+ */
+size: number, 
+/**
+ * Points per neuron: size² for a grid, size for a curve.
+ */
+points: number, layers: Array<NeuronLayer>, };
+
+export type AttentionMaps = { 
+/**
+ * The characters shown, in order: queries are rows, keys columns.
+ */
+tokens: Array<string>, layers: number, heads: number, 
+/**
+ * (layers, heads, n, n) with n = tokens.length: row i is how much query i attends to each
+ * key 0..=i (it sums to 1); zero past the diagonal.
+ */
+probs: Array<number>, };
+
+export type Distribution = { 
+/**
+ * Smallest and largest finite value (NaN when none is finite).
+ */
+min: number, max: number, 
+/**
+ * sqrt(mean of squares) of the finite values.
+ */
+rms: number, 
+/**
+ * Elements that are NaN or ±Inf, left out of everything else.
+ */
+nonFinite: number, 
+/**
+ * Counts in equal-width bins from `min` to `max`.
+ */
+counts: Array<number>, 
+/**
+ * The values at `QUANTILES` of the finite elements, interpolated within a bin.
+ */
+quantiles: Array<number>, };
+
+export type TensorDistributions = { name: string, weights: Distribution, grads: Distribution, 
+/**
+ * Weights after the last step minus before it: zero before the first step.
+ */
+updates: Distribution, };
+
+export type LayerStats = { 
+/**
+ * The parameter names' prefix: "layer0" (MLP), "blocks.0", "wte", "lm_head" (Llama).
+ */
+name: string, 
+/**
+ * RMS over every gradient element of the layer's parameters.
+ */
+gradRms: number, 
+/**
+ * The layer's output on the last training micro-batch: an MLP's hidden activations, a
+ * Llama block's residual stream; null where the pass does not keep it (the fused MLP pass,
+ * the Llama's embedding and head).
+ */
+activation: Distribution | null, };
+
+export type Inspection = { step: bigint, tensors: Array<TensorDistributions>, layers: Array<LayerStats>, };
+
 export type PresetInfo = { name: string, description: string, };
 
 export type AdapterSummary = { name: string, 

@@ -38,7 +38,7 @@ export function init(options?: InitOptions): Promise<void>;
 
 import type {
   SessionConfig, OptimConfig, PresetInfo, AdapterSummary, RunInfo, Evaluation, UpdateRatio, Recovered,
-  GenerateOptions, Shared, CheckpointInfo, ErrorCode, PositionGuesses,
+  GenerateOptions, Shared, CheckpointInfo, ErrorCode, PositionGuesses, NeuronOutputs, AttentionMaps, Inspection,
 } from './kiln-types.js';
 export type * from './kiln-types.js';
 
@@ -244,6 +244,18 @@ export declare class Kiln {
    * 256), default 5) most likely next characters and their probabilities, most likely first.
    */
   nextTokens(prompt: string, options?: { k?: number }): Promise<PositionGuesses[]>;
+  /**
+   * MLP only: every neuron's output (inputs, each hidden layer after its activation, outputs)
+   * over predictGrid's grid or curve (default size 32, extent 1.5), from one forward pass.
+   */
+  neuronOutputs(options?: PredictGridOptions): Promise<NeuronOutputs>;
+  /** Llama only: every layer's and head's attention probabilities over the prompt's last `context` characters. */
+  attentionMaps(prompt: string): Promise<AttentionMaps>;
+  /**
+   * Histograms (`bins` 1..=64, default 32) and quantiles of every tensor's weights, gradients
+   * and last update, and each layer's gradient RMS and activations, as the last step left them.
+   */
+  inspect(options?: { bins?: number }): Promise<Inspection>;
   /** A safetensors checkpoint (weights, optimizer state, config, step, sampler state). */
   save(): Promise<Uint8Array>;
   /**

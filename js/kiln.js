@@ -288,6 +288,45 @@ export class Kiln {
     return this.#enqueue((s) => s.nextTokens(prompt, k));
   }
 
+  /**
+   * MLP only: every neuron's output over the input plane from one forward pass — the inputs,
+   * each hidden layer after its activation, and the outputs — on the same grid (or curve) as
+   * `predictGrid`. Each layer's `values` is (neurons, points), neuron by neuron.
+   */
+  neuronOutputs(options = {}) {
+    let size, extent;
+    try {
+      const o = checkKeys(options, ['size', 'extent'], 'neuronOutputs');
+      size = checkU32(o.size ?? 32, 'size');
+      extent = o.extent ?? 1.5;
+      if (typeof extent !== 'number') throw invalid('extent', `must be a number, got ${typeof extent}`);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return this.#enqueue((s) => s.neuronOutputs(size, extent));
+  }
+
+  /** Llama only: every layer's and head's attention probabilities over the prompt's last `context` characters. */
+  attentionMaps(prompt) {
+    if (typeof prompt !== 'string') return Promise.reject(invalid('prompt', `must be a string, got ${typeof prompt}`));
+    return this.#enqueue((s) => s.attentionMaps(prompt));
+  }
+
+  /**
+   * Histograms (`bins`, default 32) and quantiles of every parameter tensor's weights,
+   * gradients and last update, and each layer's gradient RMS and activations, as the last step
+   * left them (computed on the GPU; only the summaries are read back).
+   */
+  inspect(options = {}) {
+    let bins;
+    try {
+      bins = checkU32(checkKeys(options, ['bins'], 'inspect').bins ?? 32, 'bins');
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return this.#enqueue((s) => s.inspect(bins));
+  }
+
   /** A safetensors checkpoint: weights, optimizer state, config, step and sampler state. */
   save() {
     return this.#enqueue((s) => s.save());

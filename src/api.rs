@@ -5,7 +5,6 @@
 use serde::Serialize;
 
 use crate::config::{DataConfig, SessionConfig};
-use crate::error::{KilnError, Result};
 use crate::gpu::AdapterSummary;
 use crate::model::ModelConfig;
 use crate::session::Session;
@@ -76,51 +75,6 @@ impl RunInfo {
     }
 }
 
-/// Largest side of a decision-boundary grid, and most x values of a fitted curve.
-pub const MAX_GRID: usize = 512;
-pub const MAX_CURVE: usize = 65_536;
-
-impl Session {
-    /// A 2-D classifier's class probabilities on a `size`×`size` grid of cell centres over
-    /// [-extent, extent]² ((size, size, classes), row-major, first row at y = +extent), or a
-    /// regression MLP's predictions at `size` evenly spaced x in [-extent, extent] (both ends).
-    pub async fn predict_grid(&self, size: usize, extent: f64) -> Result<Vec<f32>> {
-        let ModelConfig::Mlp(mlp) = &self.cfg.model else {
-            return Err(KilnError::invalid("model", "predictGrid needs an MLP; a Llama predicts text (use generate)"));
-        };
-        if !(extent.is_finite() && extent > 0.0 && extent <= 1e6) {
-            return Err(KilnError::invalid("extent", format!("must be a number in (0, 1e6], got {extent}")));
-        }
-        let at = |i: usize, n: usize| -extent + (i as f64 + 0.5) * 2.0 * extent / n as f64;
-        match (self.cfg.is_regression(), mlp.input_dim) {
-            (true, 1) => {
-                if !(2..=MAX_CURVE).contains(&size) {
-                    return Err(KilnError::invalid("size", format!("must be 2..={MAX_CURVE} for a regression curve, got {size}")));
-                }
-                let xs: Vec<f32> = (0..size).map(|i| (-extent + i as f64 * 2.0 * extent / (size - 1) as f64) as f32).collect();
-                self.predict(size, &xs).await
-            }
-            (false, 2) => {
-                if !(1..=MAX_GRID).contains(&size) {
-                    return Err(KilnError::invalid("size", format!("must be 1..={MAX_GRID} for a 2-D grid, got {size}")));
-                }
-                let inputs: Vec<f32> = (0..size * size).flat_map(|i| [at(i % size, size) as f32, -at(i / size, size) as f32]).collect();
-                let logits = self.predict(size * size, &inputs).await?;
-                Ok(logits.chunks_exact(mlp.output_dim).flat_map(softmax).collect())
-            }
-            (_, d) => Err(KilnError::invalid("model", format!("predictGrid needs 2-D classification or 1-D regression points; this MLP takes {d}-D inputs"))),
-        }
-    }
-}
-
-/// softmax(row), computed stably in f64; NaN everywhere when the logits are not finite.
-fn softmax(row: &[f32]) -> Vec<f32> {
-    let max = row.iter().map(|&x| x as f64).fold(f64::NEG_INFINITY, f64::max);
-    let exps: Vec<f64> = row.iter().map(|&x| (x as f64 - max).exp()).collect();
-    let sum: f64 = exps.iter().sum();
-    exps.iter().map(|e| if sum.is_finite() && sum > 0.0 { (e / sum) as f32 } else { f32::NAN }).collect()
-}
-
 #[cfg(test)]
 mod typescript {
     //! js/kiln-types.d.ts is generated from the Rust types: `make types` writes it, and this
@@ -132,7 +86,7 @@ mod typescript {
     const PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/js/kiln-types.d.ts");
 
     fn generated() -> String {
-        use crate::session::{checkpoint, evaluate, generate, next_tokens, recovery};
+        use crate::session::{attention_maps, checkpoint, evaluate, generate, inspect, next_tokens, plane, recovery};
         use crate::{config, data, error, kernels, model, optim, param_layout, share};
         let decls = [
             error::ErrorCode::decl(),
@@ -153,6 +107,13 @@ mod typescript {
             generate::GenerateOptions::decl(),
             next_tokens::TokenGuess::decl(),
             next_tokens::PositionGuesses::decl(),
+            plane::NeuronLayer::decl(),
+            plane::NeuronOutputs::decl(),
+            attention_maps::AttentionMaps::decl(),
+            inspect::Distribution::decl(),
+            inspect::TensorDistributions::decl(),
+            inspect::LayerStats::decl(),
+            inspect::Inspection::decl(),
             PresetInfo::decl(),
             AdapterSummary::decl(),
             RunInfo::decl(),

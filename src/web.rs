@@ -293,6 +293,24 @@ impl WebSession {
         numbers_to_js(&self.session.next_tokens(&prompt, k as usize).await.map_err(js_error)?)
     }
 
+    /// `NeuronOutputs`: every neuron's output over the input plane (an MLP), one forward pass.
+    #[wasm_bindgen(js_name = neuronOutputs)]
+    pub async fn neuron_outputs(&self, size: u32, extent: f64) -> Result<JsValue, JsValue> {
+        numbers_to_js(&self.session.neuron_outputs(size as usize, extent).await.map_err(js_error)?)
+    }
+
+    /// `AttentionMaps`: every layer's and head's attention over the prompt (a Llama).
+    #[wasm_bindgen(js_name = attentionMaps)]
+    pub async fn attention_maps(&self, prompt: String) -> Result<JsValue, JsValue> {
+        numbers_to_js(&self.session.attention_maps(&prompt).await.map_err(js_error)?)
+    }
+
+    /// `Inspection`: histograms and quantiles of every tensor's weights, gradients and last
+    /// update, and each layer's gradient RMS and activations, in `bins` bins.
+    pub async fn inspect(&self, bins: u32) -> Result<JsValue, JsValue> {
+        numbers_to_js(&self.session.inspect(bins as usize).await.map_err(js_error)?)
+    }
+
     /// A safetensors checkpoint: weights, optimizer state, config, step, sampler state.
     pub async fn save(&self) -> Result<Uint8Array, JsValue> {
         let bytes = self.session.save_checkpoint().await.map_err(js_error)?;

@@ -13,6 +13,7 @@ import { fitPrompt, cpuAdvice, CPU_SIZES } from './ui/samples.js';
 import { ui, render } from './ui/render.js';
 import { setStatus, showError, showLinkError, showNoGpu, showRecovered, showWorkerError } from './ui/notices.js';
 import { Runs } from './ui/runs.js';
+import { Inside } from './ui/inside.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -43,7 +44,7 @@ window.kilnPage = {
     heatmaps: heat.tiles.size, hasGrid: !!plot.grid, error: ui.configError || null, linkError: ui.linkError || null,
     hidden: !!state.hidden, lastWeights: state.lastWeights, recoveries: state.recoveries, gpuNotice: ui.gpuNotice || null,
     sampleError: ui.sampleError || null, cpuNotice: ui.cpuNotice || null, status: ui.status.text,
-    kept: runs.summary(), prompt: $('sample-prompt').value, nextTokens: ui.nextTokens, grid: plot.grid ? { size: plot.grid.size, classes: plot.grid.classes } : null,
+    kept: runs.summary(), inside: inside.summary(), prompt: $('sample-prompt').value, nextTokens: ui.nextTokens, grid: plot.grid ? { size: plot.grid.size, classes: plot.grid.classes } : null,
   }),
 };
 
@@ -51,6 +52,7 @@ const loss = new LossChart($('loss-chart'));
 const ratios = new RatioChart($('ratio-chart'));
 const heat = new Heatmaps($('heatmaps'));
 const plot = new PointsPlot($('data-canvas'));
+const inside = new Inside();
 const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
 const send = (msg, transfer) => worker.postMessage(msg, transfer ?? []);
 const runs = new Runs({
@@ -110,6 +112,7 @@ function onCreated({ info, dataset, config, origin, share }) {
   loss.reset();
   ratios.reset();
   heat.reset();
+  inside.reset(config);
   toDraw.weights = toDraw.grid = null;
   const llama = !!config.model.llama;
   const mse = !llama && config.model.mlp.output_dim === 1;
@@ -250,10 +253,12 @@ const toDraw = { weights: null, grid: null };
 function onSnapshot(m) {
   if (m.weights) {
     toDraw.weights = m.weights;
+    inside.weights(m.weights);
     state.lastWeights = m.step;
   }
   if (m.ratios) ratios.push(m.step, m.ratios);
   if (m.grid) toDraw.grid = m.grid;
+  inside.snapshot(m);
   if (m.validation) {
     loss.validation(m.step, m.validation.loss);
     runs.validation(m.validation.loss, m.validation.accuracy);
@@ -280,6 +285,7 @@ function frame() {
   render();
   loss.draw();
   ratios.draw();
+  inside.draw();
   requestAnimationFrame(frame);
 }
 requestAnimationFrame(frame);
@@ -329,6 +335,7 @@ $('step').onclick = () => send({ type: ToWorker.step });
 $('reset').onclick = () => apply();
 $('preset').onchange = (e) => choosePreset(e.target.value);
 $('log-scale').onchange = (e) => loss.setLog(e.target.checked);
+$('inside-live').onchange = (e) => send({ type: ToWorker.view, view: { inside: e.target.checked } });
 $('sample-now').onclick = () => { sendView(); send({ type: ToWorker.sample }); };
 $('nt-position').addEventListener('input', (e) => { ui.ntPosition = Number(e.target.value); });
 for (const id of ['sample-prompt', 'sample-temp']) $(id).addEventListener('change', sendView);

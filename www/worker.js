@@ -13,8 +13,8 @@ let playing = false;
 let step = 0;
 let chunk = 1;
 let view = { grid: { size: 64, extent: [-1.25, 1.25, -1.25, 1.25] }, prompt: 'And God said', temperature: 0.8 };
-const due = { weights: 0, evaluate: 0, sample: 0 };
-const cost = { weights: 0, evaluate: 0, sample: 0 };
+const due = { weights: 0, evaluate: 0, sample: 0, inside: 0 };
+const cost = { weights: 0, evaluate: 0, sample: 0, inside: 0 };
 
 const post = (msg, transfer = []) => self.postMessage(msg, transfer);
 const messageOf = (e) => String(e?.message ?? e);
@@ -152,7 +152,8 @@ async function snapshot({ force = false }) {
   const wantEval = force || now >= due.evaluate;
   // An untrained model's babble is not worth the wait: sample once training has begun.
   const wantSample = llama && step > 0 && (force || now >= due.sample);
-  if (!wantWeights && !wantEval && !wantSample) return;
+  const wantInside = view.inside !== false && (force || now >= due.inside);
+  if (!wantWeights && !wantEval && !wantSample && !wantInside) return;
   await exclusive(async () => {
     if (gen !== generation || !run) return;
     const msg = { type: ToPage.snapshot };
@@ -179,6 +180,7 @@ async function snapshot({ force = false }) {
         cost.evaluate = performance.now() - t0;
         due.evaluate = performance.now() + Math.max(llama ? 1500 : 500, 6 * cost.evaluate);
       }
+      if (wantInside) await inside(msg, llama);
     } catch (e) {
       postError('snapshot', e);
     }
@@ -187,6 +189,27 @@ async function snapshot({ force = false }) {
     post(msg, [...new Set(transfer)]);
     if (wantSample) await sample(gen);
   });
+}
+
+/** The look-inside views' data: distributions, and the neurons (MLP) or attention maps (Llama). */
+async function inside(msg, llama) {
+  const t0 = performance.now();
+  msg.inspection = await run.inspect({ bins: 32 });
+  if (!llama && view.grid) {
+    msg.neuronsCurve = run.info.regression;
+    msg.neurons = await run.neuronOutputs({ size: run.info.regression ? 64 : 24, extent: view.grid.extent });
+  }
+  if (llama) {
+    // A prompt the text cannot spell is the sample card's to explain; here it only leaves the maps.
+    try {
+      msg.attention = await run.attentionMaps(view.prompt);
+      msg.attentionError = '';
+    } catch (e) {
+      msg.attentionError = `No attention maps for this prompt: ${messageOf(e)}`;
+    }
+  }
+  cost.inside = performance.now() - t0;
+  due.inside = performance.now() + Math.max(llama ? 1000 : 400, 8 * cost.inside);
 }
 
 async function sample(gen) {

@@ -58,6 +58,7 @@ struct Pipeline {
 pub struct Uniform(wgpu::Buffer);
 
 /// One argument of a dispatch, in binding order.
+#[derive(Clone, Copy)]
 pub enum Arg<'a> {
     T(&'a Tensor),
     U(&'a Uniform),

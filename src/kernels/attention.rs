@@ -78,7 +78,7 @@ impl AttentionDims {
         1.0 / (self.head_dim as f64).sqrt()
     }
 
-    fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         for (v, field) in [(self.batch, "batch"), (self.seq, "seq"), (self.heads, "heads"), (self.head_dim, "head_dim")] {
             if v == 0 {
                 return Err(KilnError::invalid(field, "attention dimensions must be at least 1"));
@@ -93,7 +93,7 @@ impl AttentionDims {
         Ok(())
     }
 
-    fn params(&self) -> AttnParams {
+    pub(crate) fn params(&self) -> AttnParams {
         AttnParams {
             batch: self.batch as u32,
             seq: self.seq as u32,
@@ -110,10 +110,10 @@ impl AttentionDims {
     }
 }
 
-/// Mirrors `AttnParams` in attention.wgsl (32 bytes).
+/// Mirrors `AttnParams` in attention.wgsl (32 bytes), and `AttnProbsParams` in inspect.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct AttnParams {
+pub(crate) struct AttnParams {
     batch: u32,
     seq: u32,
     heads: u32,
@@ -189,6 +189,11 @@ pub mod reference {
     /// Index helpers into the layouts above.
     fn qkv_at(d: &AttentionDims, b: usize, t: usize, part: usize, h: usize) -> usize {
         ((b * d.seq + t) * 3 + part) * d.channels() + h * d.head_dim
+    }
+
+    /// Causal softmax probabilities (B, H, T, T): row i of each (b, h) is query i's weights.
+    pub fn probabilities(d: &AttentionDims, qkv: &[f64]) -> Vec<f64> {
+        (0..d.batch).flat_map(|b| (0..d.heads).flat_map(move |h| probs(d, qkv, b, h).0)).collect()
     }
 
     /// Causal softmax probabilities P (T, T) of one (b, h), row i zero past column i.

@@ -13,6 +13,7 @@ pub mod attention;
 pub mod conv;
 pub mod elementwise;
 pub mod embedding;
+pub mod inspect;
 pub mod loss;
 pub mod matmul;
 pub mod metrics;
@@ -61,6 +62,7 @@ families! {
     CONV => "conv",
     SAMPLING => "sampling",
     METRICS => "metrics",
+    INSPECT => "inspect",
     MLP_FUSED => "mlp_fused" + "mlp_fused_serial",
 }
 
@@ -81,6 +83,7 @@ pub fn all_kernels() -> Vec<&'static Kernel> {
         conv::KERNELS,
         sampling::KERNELS,
         metrics::KERNELS,
+        inspect::KERNELS,
         mlp_fused::KERNELS,
     ]
     .concat()

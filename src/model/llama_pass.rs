@@ -13,7 +13,7 @@ use crate::kernels::norm::{rms_norm, rms_norm_backward, rms_norm_backward_weight
 use crate::kernels::rope::{rope, rope_backward, RopeConfig};
 use crate::model::llama::LlamaConfig;
 use crate::model::params::ParamStore;
-use crate::model::Net;
+use crate::model::{Net, Taps};
 
 /// What one block saves for its backward. N = B·T rows.
 struct BlockActs {
@@ -78,6 +78,7 @@ impl LlamaConfig {
         let x0 = tensor("x0", &[n, c])?;
         let mut fwd = vec![embedding_forward(gpu, &tokens, &p.weight("wte"), &x0)?];
         let mut blocks: Vec<BlockActs> = vec![];
+        let mut taps = Taps::default();
         let (mut x, mut rstd1, mut n1) = (x0, tensor("rstd", &[n])?, tensor("n1", &[n, c])?);
         fwd.push(rms_norm(gpu, &x, &p.weight("blocks.0.attn_norm"), &n1, &rstd1, eps)?);
         for l in 0..cfg.layers {
@@ -111,6 +112,8 @@ impl LlamaConfig {
             let next_norm = if l + 1 < cfg.layers { p.weight(&format!("blocks.{}.attn_norm", l + 1)) } else { p.weight("final_norm") };
             let (x2, r, nx) = (tensor("x2", &[n, c])?, tensor("rstd", &[n])?, tensor("n1", &[n, c])?);
             fwd.push(rms_norm_residual(gpu, &b.x1, &down, &next_norm, &x2, &nx, &r, eps)?);
+            taps.layers.push((format!("blocks.{l}"), x2.clone()));
+            taps.attention.push((b.qkv.clone(), b.lse.clone()));
             blocks.push(b);
             (x, rstd1, n1) = (x2, r, nx);
         }
@@ -118,7 +121,7 @@ impl LlamaConfig {
         let logits = tensor("logits", &[n, v])?;
         fwd.extend(linear(gpu, &n1, &p.weight("lm_head"), &logits, n, v, c)?);
         let d_logits = tensor("dlogits", &[n, v])?;
-        let mut net = Net { input: tokens, output: logits, d_output: d_logits, forward: fwd, backward: vec![] };
+        let mut net = Net { input: tokens, output: logits, d_output: d_logits, forward: fwd, backward: vec![], taps };
         if train {
             net.backward = backward(gpu, cfg, p, &net, &blocks, (&x, &rstd1, &n1), dims, &rope_cfg)?;
         }

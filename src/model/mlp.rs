@@ -15,7 +15,7 @@ use crate::kernels::matmul::{matmul, matmul_ops, MatmulDesc};
 use crate::kernels::mlp_fused::{fits, mlp_fused, FusedLayer, FusedLoss, FusedRows};
 use crate::kernels::reduce::column_sum;
 use crate::model::params::{Init, ParamSpec, ParamStore};
-use crate::model::Net;
+use crate::model::{Net, Taps};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
@@ -124,9 +124,10 @@ impl MlpConfig {
             acts.push(LayerActs { z, h });
         }
         let output = acts.last().expect("at least one layer").z.clone();
+        let layers = acts.iter().enumerate().filter_map(|(l, a)| a.h.clone().map(|h| (format!("layer{l}"), h))).collect();
         let d_output = gpu.tensor("mlp d_output", &[batch, cfg.output_dim])?;
         let backward = if train { backward_ops(gpu, cfg, params, &input, &acts, &d_output, batch)? } else { vec![] };
-        Ok(Net { input, output, d_output, forward, backward })
+        Ok(Net { input, output, d_output, forward, backward, taps: Taps { layers, attention: vec![] } })
     }
 }
 

@@ -24,6 +24,18 @@ pub struct Net {
     pub d_output: Tensor,
     pub forward: Vec<Op>,
     pub backward: Vec<Op>,
+    /// Internal tensors the "look inside" views read (the ops above write them).
+    pub taps: Taps,
+}
+
+/// A net's internal tensors, by the name of the layer whose parameters make them.
+#[derive(Clone, Default)]
+pub struct Taps {
+    /// (rows, width) each layer's output: an MLP's hidden activations ("layer{l}"), a Llama
+    /// block's residual stream after it ("blocks.{l}")
+    pub layers: Vec<(String, Tensor)>,
+    /// A Llama's blocks: (B·T, 3C) q, k (rotated) and v, and (B, H, T) each query's log-sum-exp
+    pub attention: Vec<(Tensor, Tensor)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -32,6 +32,13 @@ pub struct ParamEntry {
     pub offset: usize,
 }
 
+impl ParamEntry {
+    /// Elements of the tensor.
+    pub fn elements(&self) -> usize {
+        self.spec.shape.iter().product()
+    }
+}
+
 /// Where each parameter lives in the flat buffers: a pure function of the specs and the
 /// device's storage-offset alignment (in elements).
 #[derive(Debug, Clone)]

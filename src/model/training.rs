@@ -7,13 +7,15 @@ use crate::error::Result;
 use crate::gpu::{Gpu, Op, Tensor};
 use crate::kernels::loss::{cross_entropy, mse_loss, mse_loss_backward};
 use crate::model::params::ParamStore;
-use crate::model::{ModelConfig, Net};
+use crate::model::{ModelConfig, Net, Taps};
 
 pub struct TrainingPass {
     /// The batch's inputs: (B, input_dim) f32 for an MLP, (B·T) u32 tokens for a Llama
     pub input: Tensor,
     /// Forward, loss and backward dispatches, in order; backward accumulates into the grads.
     pub ops: Vec<Op>,
+    /// The pass's internal tensors (none for the fused MLP pass, which keeps them in registers).
+    pub taps: Taps,
 }
 
 impl ModelConfig {
@@ -25,13 +27,13 @@ impl ModelConfig {
                 // (B, input_dim)
                 let input = gpu.tensor("mlp input", &[batch, m.input_dim])?;
                 let ops = m.fused_pass(gpu, params, &input, targets, loss, regression)?;
-                return Ok(TrainingPass { input, ops });
+                return Ok(TrainingPass { input, ops, taps: Taps::default() });
             }
         }
         let net = self.build(gpu, params, batch, true)?;
         let loss_ops = loss_ops(gpu, &net, targets, loss, regression)?;
-        let Net { input, forward, backward, .. } = net;
-        Ok(TrainingPass { input, ops: forward.into_iter().chain(loss_ops).chain(backward).collect() })
+        let Net { input, forward, backward, taps, .. } = net;
+        Ok(TrainingPass { input, ops: forward.into_iter().chain(loss_ops).chain(backward).collect(), taps })
     }
 }
 

@@ -3,13 +3,17 @@
 //! submission per micro-batch (step.rs). Metrics are read back asynchronously, many steps at a
 //! time. Its parts, each a child module with `impl Session`: the training step (step.rs),
 //! evaluation and predictions (evaluate.rs), in-memory snapshots (recovery.rs) and rebuilding
-//! on a new device (recover.rs), checkpoints (checkpoint.rs), text generation (generate.rs) and
-//! the next-token view (next_tokens.rs).
+//! on a new device (recover.rs), checkpoints (checkpoint.rs), text generation (generate.rs), and
+//! the views inside a model: the next-token view (next_tokens.rs), the input plane and every
+//! neuron over it (plane.rs), attention maps (attention_maps.rs) and distributions (inspect.rs).
 
+pub mod attention_maps;
 pub mod checkpoint;
 pub mod evaluate;
 pub mod generate;
+pub mod inspect;
 pub mod next_tokens;
+pub mod plane;
 mod recover;
 pub mod recovery;
 mod step;
@@ -20,7 +24,7 @@ use crate::config::SessionConfig;
 use crate::data::batches::Batches;
 use crate::error::Result;
 use crate::fit::check_fits;
-use crate::gpu::{Gpu, Op, Tensor};
+use crate::gpu::{Command, Gpu, Op, Tensor};
 use crate::kernels::metrics::{record_metrics, MetricsBuffers, MetricsParams};
 use crate::kernels::optimizer::UniformOp;
 use crate::model::params::ParamStore;
@@ -96,6 +100,8 @@ impl Session {
         let tensors = params.entries.len();
         let metrics = gpu.tensor("metrics ring", &[METRIC_SLOTS, 2 + tensors])?;
         let prev_weights = gpu.tensor("previous weights", &[params.total])?;
+        // Before the first step the last update is zero.
+        gpu.submit(&[Command::Copy { from: &params.weights, to: &prev_weights }]);
         let table: Vec<u32> = params.entries.iter().flat_map(|e| [e.offset as u32, e.spec.shape.iter().product::<usize>() as u32]).collect();
         let table = gpu.tensor_from("parameter table", &[tensors, 2], &table)?;
         let buffers = MetricsBuffers { weights: &params.weights, prev: &prev_weights, table: &table, loss: &loss, norm_sq: &optimizer.norm_sq, ring: &metrics };

@@ -2,7 +2,7 @@
 //! snapshot (recovery.rs), and restoring a snapshot (also how a checkpoint is loaded).
 
 use crate::error::Result;
-use crate::gpu::Gpu;
+use crate::gpu::{Command, Gpu};
 use crate::rng::Rng;
 use crate::session::recovery::{Recovered, Snapshot};
 use crate::session::Session;
@@ -31,6 +31,9 @@ impl Session {
         self.gpu.write(&self.params.weights, w)?;
         self.gpu.write(&self.params.m, m)?;
         self.gpu.write(&self.params.v, v)?;
+        // No step has run from this state yet: its last update is zero, its gradients too.
+        self.gpu.write(&self.prev_weights, w)?;
+        self.gpu.submit(&[Command::Clear(&self.params.grads)]);
         self.step = snapshot.step;
         self.rng = Rng::from_state(snapshot.rng);
         self.reset_metrics_cursor();

@@ -71,6 +71,26 @@ export const lossInk = (page) =>
     return n;
   });
 
+/** Pixels of a canvas that are drawn (not transparent, not white). */
+export const canvasInk = (page, selector) =>
+  page.evaluate((sel) => {
+    const c = document.querySelector(sel);
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    let n = 0;
+    for (let i = 0; i < d.length; i += 4) if (d[i + 3] > 0 && (d[i] < 245 || d[i + 1] < 245 || d[i + 2] < 245)) n++;
+    return n;
+  }, selector);
+
+/** A checksum of a canvas's pixels: it changes when anything drawn there does. */
+export const canvasSum = (page, selector) =>
+  page.evaluate((sel) => {
+    const c = document.querySelector(sel);
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    let h = 0;
+    for (let i = 0; i < d.length; i++) h = (h * 31 + d[i] * (i % 251 + 1)) >>> 0;
+    return h;
+  }, selector);
+
 export const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 export async function newPage(browser, { gpu = true, errors } = {}) {

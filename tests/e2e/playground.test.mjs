@@ -6,7 +6,7 @@
 
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { OUT, ARGS, launch, assert, test, until, summary, heatPixels, tinted, lossInk, mean, newPage, run, withPlayground } from './helpers.mjs';
+import { OUT, ARGS, launch, assert, test, until, summary, heatPixels, tinted, lossInk, canvasInk, canvasSum, mean, newPage, run, withPlayground } from './helpers.mjs';
 
 const DIST = process.argv[2] ?? 'dist';
 
@@ -44,6 +44,55 @@ async function main() {
       assert(frac > 0.8, `the decision boundary should tint the data plot (tinted fraction ${frac.toFixed(2)})`);
       const sps = await page.textContent('#stat-sps');
       assert(Number(sps) > 0, `steps/s shows a rate (got "${sps}")`);
+    });
+
+    await test('look inside an MLP: the network graph, distributions and layer charts draw and change; a neuron enlarges', page, async () => {
+      const s0 = await summary(page);
+      const net = s0.inside.network;
+      assert(net && net.layers.join() === '2,16,16,2' && net.points === 24 * 24, `the network view shows every layer: ${JSON.stringify(net?.layers)}`);
+      assert(net.boxes.length === 36, `every neuron drawn (${net.boxes.length})`);
+      const before = await canvasSum(page, '#network-canvas');
+      const d0 = s0.inside.distributions;
+      await page.click('#play');
+      await until(page, (n) => window.kilnPage.summary().step > n + 40, s0.step, '40 more steps', 60_000);
+      await page.waitForTimeout(1200);
+      await page.click('#pause');
+      await until(page, () => !window.kilnPage.summary().playing, null, 'pause', 20_000);
+      const s1 = await summary(page);
+      assert(s1.inside.network.draws > net.draws && (await canvasSum(page, '#network-canvas')) !== before, 'the network view redraws with new outputs as training goes on');
+      const d1 = s1.inside.distributions;
+      assert(d1.samples > d0.samples && d1.steps.length >= 2 && d1.steps.every((x, i) => i === 0 || x > d1.steps[i - 1]), `distribution samples over steps: ${d1.steps}`);
+      assert(JSON.stringify(d1.last.weights) !== JSON.stringify(d0.last?.weights), 'the weight quantiles move');
+      for (const id of ['#dist-weights', '#dist-grads', '#dist-updates']) assert((await canvasInk(page, id)) > 200, `${id} is drawn`);
+      assert(/fused pass/.test(await page.textContent('#act-note')), 'the activation chart says why a fused MLP has none');
+      // Click layer1's neuron 3: the large view shows it.
+      const [, , fx, fy] = s1.inside.network.boxes.find(([l, n]) => l === 2 && n === 3);
+      const canvas = page.locator('#network-canvas');
+      await canvas.scrollIntoViewIfNeeded();
+      const box = await canvas.boundingBox();
+      await canvas.click({ position: { x: fx * box.width, y: fy * box.height } });
+      await until(page, () => /^layer1 · neuron 3/.test(window.kilnPage.summary().inside.network.caption), null, 'the clicked neuron enlarged', 10_000);
+      await page.screenshot({ path: path.join(OUT, 'look-inside-mlp.png'), fullPage: true });
+    });
+
+    await test('a learning rate set too high shows in the update distributions', page, async () => {
+      const updatesAt = async (lr) => {
+        await page.fill('#opt-lr', String(lr));
+        await until(page, (v) => window.kilnPage.summary().info?.config?.optimizer?.lr === v && window.kilnPage.summary().step === 0, lr, `the lr ${lr} run`, 60_000);
+        await page.selectOption('#dist-tensor', 'layer1.weight');
+        for (let i = 0; i < 10; i++) {
+          await page.click('#step');
+          await until(page, (n) => window.kilnPage.summary().step >= n, i + 1, 'a step', 30_000);
+        }
+        return until(page, () => { const d = window.kilnPage.summary().inside.distributions; return d.steps.at(-1) === 10 && d.last; }, null, 'the distributions after 10 steps', 30_000);
+      };
+      const calm = await updatesAt(0.02);
+      const wild = await updatesAt(1);
+      // AdamW moves each weight by about lr per step, whatever the gradient's scale: 50× here.
+      assert(wild.updates > 15 * calm.updates, `update RMS at lr 1 (${wild.updates}) should dwarf lr 0.02's (${calm.updates})`);
+      await page.screenshot({ path: path.join(OUT, 'lr-too-high.png'), fullPage: true });
+      await page.fill('#opt-lr', '0.02');
+      await until(page, () => window.kilnPage.summary().info?.config?.optimizer?.lr === 0.02, null, 'lr back to 0.02', 60_000);
     });
 
     await test('single step advances exactly one step', page, async () => {
@@ -102,6 +151,20 @@ async function main() {
         assert(probs.reduce((a, b) => a + b, 0) <= 1 + 1e-5, 'probabilities of distinct characters sum to at most 1');
       }
       await until(page, () => document.querySelectorAll('#nt-list li').length === 5 && !document.getElementById('next-tokens').hidden, null, 'the next-token bars', 10_000);
+      // Attention maps of the prompt: one per layer and head, drawn, changing as training goes on.
+      const a0 = await until(page, () => window.kilnPage.summary().inside.attention, null, 'the attention maps', 30_000);
+      assert(a0.layers === 1 && a0.heads === 2 && a0.tiles === 2 && a0.tokens === s.prompt.slice(-32), `attention maps ${JSON.stringify(a0)}`);
+      assert(await page.isVisible('#attention-card') && !(await page.isVisible('#network-card')), 'the Llama shows attention, not the network graph');
+      assert((await canvasInk(page, '#attention-big')) > 200, 'the enlarged map is drawn');
+      await page.click('#play');
+      await until(page, (sig) => window.kilnPage.summary().inside.attention.signature !== sig, a0.signature, 'the attention maps to change with training', 90_000);
+      await page.click('#pause');
+      await until(page, () => !window.kilnPage.summary().playing, null, 'pause', 20_000);
+      await page.locator('#attention-grid canvas').nth(1).click();
+      await until(page, () => window.kilnPage.summary().inside.attention.selected.head === 1, null, 'head 1 enlarged', 10_000);
+      const layers = (await summary(page)).inside.distributions;
+      assert(layers.samples >= 2, "the Llama's distributions are sampled too");
+      assert(/residual stream/.test(await page.textContent('#act-note')), 'the activation chart shows each block output');
     });
 
     await test('bad config (heads not dividing d_model) shows the error and the page keeps working', page, async () => {
@@ -177,6 +240,11 @@ async function main() {
           // llama-small takes tens of seconds a step on SwiftShader: it is built, not stepped.
           await page.click('#step');
           await until(page, () => window.kilnPage.summary().step >= 1, null, `a ${name} step`, 120_000);
+        }
+        if (s.info.model === 'mlp') {
+          // The network view of every MLP preset: a grid of 24² points, or a curve of 64 for regression.
+          const points = s.info.regression ? 64 : 576;
+          await until(page, (p) => window.kilnPage.summary().inside.network?.points === p, points, `${name}: the network view`, 30_000);
         }
         if (s.info.model === 'llama') {
           // SwiftShader is a CPU adapter: every Llama preset is too big for it, and the page says so.

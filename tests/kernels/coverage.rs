@@ -71,6 +71,7 @@ fn every_kernel_has_a_gpu_vs_reference_check() {
             sampling::top_k,
             sampling::sampling_statistics,
             metrics::run,
+            inspect::run,
             mlp_fused::run,
         );
         let unchecked: Vec<&str> = all_kernels().iter().map(|k| k.entry).filter(|e| !all.entries.contains(e)).collect();

@@ -14,6 +14,7 @@ mod conv;
 mod coverage;
 mod elementwise;
 mod embedding;
+mod inspect;
 mod loss;
 mod matmul;
 mod metrics;

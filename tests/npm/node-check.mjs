@@ -178,6 +178,23 @@ await check('weights, updateRatios, dataset, predictGrid', async () => {
   await rejects(run.generate('hi'), 'Llama', 'generate on an MLP');
 });
 
+await check('look inside an MLP: neuronOutputs and inspect', async () => {
+  const n = await run.neuronOutputs({ size: 8 });
+  assert(n.points === 64 && n.layers.map((l) => `${l.name}:${l.neurons}`).join() === 'input:2,layer0:16,layer1:16,output:2', JSON.stringify(n.layers.map((l) => l.name)));
+  assert(n.layers.every((l) => l.values.length === l.neurons * 64), 'values are (neurons, points)');
+  // The output neurons are predictGrid's class probabilities.
+  const g = await run.predictGrid({ size: 8 });
+  assert(n.layers[3].values.every((v, i) => Math.abs(v - g.values[(i % 64) * 2 + Math.floor(i / 64)]) < 1e-6), 'outputs match predictGrid');
+  const stats = await run.inspect({ bins: 16 });
+  assert(stats.tensors.length === 6 && stats.tensors.every((t) => t.weights.counts.length === 16 && t.grads.quantiles.length === 9), 'six tensors, 16 bins, 9 quantiles');
+  const w = (await run.weights())[0].data;
+  const t0 = stats.tensors[0];
+  assert(t0.weights.min === Math.min(...w) && t0.weights.max === Math.max(...w), `layer0.weight range ${t0.weights.min}..${t0.weights.max}`);
+  assert(stats.layers.map((l) => l.name).join() === 'layer0,layer1,layer2' && stats.layers.every((l) => l.gradRms > 0), JSON.stringify(stats.layers.map((l) => l.gradRms)));
+  await failsWith(() => run.inspect({ bins: 65 }), 'invalid-input', 'bins', 'bins 65');
+  await rejects(run.attentionMaps('x'), 'Llama', 'attention maps of an MLP');
+});
+
 await check('save, load and fromCheckpoint restore the run exactly', async () => {
   const bytes = await run.save();
   const saved = await run.weights();
@@ -275,6 +292,12 @@ await check('a tiny Llama trains and generates', async () => {
   assert(guesses.length === 5 && guesses.map((g) => g.text).join('') === 'the q', `nextTokens positions ${JSON.stringify(guesses.map((g) => g.text))}`);
   assert(guesses.every((g) => g.next.length === 3 && g.next[0].probability >= g.next[2].probability), 'three guesses each, most likely first');
   await failsWith(() => r.nextTokens('the q', { k: 0 }), 'invalid-input', 'k', 'k 0');
+  const maps = await r.attentionMaps('the q');
+  assert(maps.tokens.join('') === 'the q' && maps.layers === 1 && maps.heads === 2 && maps.probs.length === 2 * 25, `attention maps ${maps.probs.length}`);
+  const rowSums = Array.from({ length: 10 }, (_, i) => maps.probs.slice(i * 5, i * 5 + 5).reduce((a, b) => a + b, 0));
+  assert(rowSums.every((x) => Math.abs(x - 1) < 1e-5), `rows sum to 1: ${rowSums}`);
+  const inside = await r.inspect();
+  assert(inside.layers.find((l) => l.name === 'blocks.0')?.activation?.counts.length === 32, 'the block keeps its activations');
   const d = r.dataset();
   assert(d.kind === 'text' && d.vocab.length === new Set(text).size && d.excerpt.startsWith('the quick'), 'text preview');
   await rejects(r.predictGrid(), 'MLP', 'predictGrid on a Llama');
@@ -316,6 +339,8 @@ await check('after dispose() every call rejects', async () => {
     ['weights', () => run.weights()],
     ['updateRatios', () => run.updateRatios()],
     ['predictGrid', () => run.predictGrid()],
+    ['neuronOutputs', () => run.neuronOutputs()],
+    ['inspect', () => run.inspect()],
     ['save', () => run.save()],
     ['load', () => run.load(new Uint8Array(8))],
   ]) {

@@ -1,7 +1,7 @@
 // Compiled with `tsc --noEmit --strict` against the installed kiln-gpu: the declarations must
 // accept the documented uses and reject the wrong ones (each @ts-expect-error must be needed).
 import { init, Kiln, presets, preset, validateConfig, adapterInfo, shareConfig, openShared, readCheckpoint, parsePoints } from 'kiln-gpu';
-import type { SessionConfig, StepMetrics, MetricsEvent, PredictGrid, DatasetPreview, WeightTensor, UpdateRatio, Evaluation, RunInfo, FullSessionConfig, KilnError, ErrorCode, Shared, CheckpointInfo, Recovered } from 'kiln-gpu';
+import type { SessionConfig, StepMetrics, MetricsEvent, PredictGrid, DatasetPreview, WeightTensor, UpdateRatio, Evaluation, RunInfo, FullSessionConfig, KilnError, ErrorCode, Shared, CheckpointInfo, Recovered, NeuronOutputs, AttentionMaps, Inspection } from 'kiln-gpu';
 
 export async function documented(gpu: { requestAdapter(options?: object): Promise<object | null> }): Promise<void> {
   await init({ gpu, wasm: new URL('https://example.com/kiln_wasm_bg.wasm') });
@@ -60,6 +60,14 @@ export async function documented(gpu: { requestAdapter(options?: object): Promis
   const f: Float32Array = w[0].data;
   const r: UpdateRatio[] = await run.updateRatios();
   const g: PredictGrid = await run.predictGrid({ size: 32, extent: 2 });
+  const neurons: NeuronOutputs = await run.neuronOutputs({ size: 16 });
+  const firstHidden: number[] = neurons.layers[1].values;
+  const maps: AttentionMaps = await run.attentionMaps('In the');
+  const inside: Inspection = await run.inspect({ bins: 16 });
+  const gradRms: number = inside.layers[0].gradRms;
+  const activation: number | undefined = inside.layers[0].activation?.rms;
+  // @ts-expect-error: bins is a number
+  await run.inspect({ bins: '16' });
   const text: string = await run.generate('In the', { maxTokens: 10, temperature: 0, topK: 5, seed: 1 });
   const bytes: Uint8Array = await run.save();
   await run.load(bytes);

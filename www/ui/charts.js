@@ -149,9 +149,11 @@ export class LossChart {
   }
 }
 
+/** One line per named series over steps, on a log scale (update ratios, per-layer RMS). */
 export class RatioChart {
-  constructor(el) {
+  constructor(el, label = 'update / weight') {
     this.el = el;
+    this.label = label;
     this.names = [];
     this.cols = [[]];
     this.u = null;
@@ -172,14 +174,14 @@ export class RatioChart {
     const opts = {
       ...size(this.el, 240),
       scales: { x: { time: false }, y: { distr: 3 } },
-      axes: [{ label: 'step' }, { label: 'update / weight', size: 60, values: ticks }],
+      axes: [{ label: 'step' }, { label: this.label, size: 60, values: ticks }],
       series: [{ label: 'step' }, ...this.names.map((name, i) => ({ label: name, stroke: palette(i, n), width: 1.5, spanGaps: true, points: { show: false } }))],
       legend: { live: false },
     };
     this.u = new uPlot(opts, this.cols, this.el);
   }
 
-  /** ratios: [{name, ratio}] measured after `step`. */
+  /** ratios: [{name, ratio}] measured after `step` (`ratio`: the series' value). */
   push(step, ratios) {
     const names = ratios.map((r) => r.name);
     if (names.join('\n') !== this.names.join('\n')) {

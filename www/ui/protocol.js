@@ -43,7 +43,10 @@ export const ToPage = Object.freeze({
   state: 'state',
   /** {points: StepMetrics[], rates: Throughput} */
   metrics: 'metrics',
-  /** {step, weights?, ratios?, grid?, validation?: Evaluation} */
+  /**
+   * {step, weights?, ratios?, grid?, validation?: Evaluation, inspection?: Inspection,
+   *  neurons?: NeuronOutputs, neuronsCurve?: boolean, attention?: AttentionMaps, attentionError?: string}
+   */
   snapshot: 'snapshot',
   /** {step, prompt, text} */
   sample: 'sample',
@@ -67,6 +70,7 @@ export const ToPage = Object.freeze({
  * @property {string} prompt  the sampling prompt
  * @property {number} temperature
  * @property {boolean} hidden  the tab is hidden: skip snapshots
+ * @property {boolean} inside  the look-inside views are live: send their data
  */
 
 /** The URL state in a location hash (`#c=<state>`), or null when there is none. */

@@ -1,0 +1,171 @@
+//! Distributions over training: for every parameter tensor, a histogram and quantiles of its
+//! weights, gradients and last AdamW update, and for every layer its gradient RMS and (where the
+//! training pass keeps it) its activation distribution. Computed on the GPU from the buffers the
+//! last step left (`tensor_stats` + `tensor_histogram`: two dispatches for all tensors, two per
+//! activation); a few thousand numbers come back, never a whole buffer.
+
+use serde::Serialize;
+
+use crate::error::{ensure, Result};
+use crate::gpu::{Op, Tensor};
+use crate::kernels::inspect::{tensor_distributions, StatsInputs, MAX_BINS, STATS_WIDTH};
+use crate::session::Session;
+
+/// The fractions below which the quantiles lie: those a normal distribution has below −∞,
+/// −1.5σ, −σ, −σ/2, 0, σ/2, σ, 1.5σ and +∞, so a healthy tensor's bands look evenly spaced.
+pub const QUANTILES: [f64; 9] = [0.0, 0.0668, 0.1587, 0.3085, 0.5, 0.6915, 0.8413, 0.9332, 1.0];
+
+/// One tensor's values at one step.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct Distribution {
+    /// Smallest and largest finite value (NaN when none is finite).
+    pub min: f32,
+    pub max: f32,
+    /// sqrt(mean of squares) of the finite values.
+    pub rms: f32,
+    /// Elements that are NaN or ±Inf, left out of everything else.
+    pub non_finite: u32,
+    /// Counts in equal-width bins from `min` to `max`.
+    pub counts: Vec<u32>,
+    /// The values at `QUANTILES` of the finite elements, interpolated within a bin.
+    pub quantiles: Vec<f32>,
+}
+
+/// A parameter tensor's weights, gradients (of the last micro-batch's step) and last update.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct TensorDistributions {
+    pub name: String,
+    pub weights: Distribution,
+    pub grads: Distribution,
+    /// Weights after the last step minus before it: zero before the first step.
+    pub updates: Distribution,
+}
+
+/// One layer: its parameters' gradient RMS, and its output's distribution where it is kept.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct LayerStats {
+    /// The parameter names' prefix: "layer0" (MLP), "blocks.0", "wte", "lm_head" (Llama).
+    pub name: String,
+    /// RMS over every gradient element of the layer's parameters.
+    pub grad_rms: f32,
+    /// The layer's output on the last training micro-batch: an MLP's hidden activations, a
+    /// Llama block's residual stream; null where the pass does not keep it (the fused MLP pass,
+    /// the Llama's embedding and head).
+    pub activation: Option<Distribution>,
+}
+
+/// Everything the distribution views show for one step.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct Inspection {
+    pub step: u64,
+    pub tensors: Vec<TensorDistributions>,
+    pub layers: Vec<LayerStats>,
+}
+
+/// A parameter's layer: its name up to the last dot ("blocks.0.qkv" → "blocks.0").
+pub fn layer_of(name: &str) -> &str {
+    name.rsplit_once('.').map_or(name, |(layer, _)| layer)
+}
+
+impl Session {
+    /// The distributions of the state the last step left, in `bins` bins (1..=64).
+    pub async fn inspect(&self, bins: usize) -> Result<Inspection> {
+        ensure((1..=MAX_BINS).contains(&bins), "bins", || format!("must be 1..={MAX_BINS}, got {bins}"))?;
+        let entries = &self.params.entries;
+        let table: Vec<u32> = entries.iter().flat_map(|e| [e.offset as u32, e.elements() as u32]).collect();
+        // (tensors, 2) [offset, len] of each parameter tensor in the flat buffers
+        let table = self.gpu.tensor_from("inspect table", &[entries.len(), 2], &table)?;
+        let params = StatsInputs { values: &self.params.weights, prev_and_grads: Some((&self.prev_weights, &self.params.grads)), table: &table };
+        let mut all = self.distributions(&params, bins).await?.into_iter();
+        let n = entries.len();
+        let mut take = || all.by_ref().take(n).collect::<Vec<_>>();
+        let (weights, grads, updates) = (take(), take(), take());
+        let mut activations = vec![];
+        for (name, activation) in &self.pass.taps.layers {
+            // (1, 2) the whole activation tensor as one range
+            let whole = self.gpu.tensor_from("activation table", &[1, 2], &[0u32, activation.len() as u32])?;
+            let mut d = self.distributions(&StatsInputs { values: activation, prev_and_grads: None, table: &whole }, bins).await?;
+            activations.push((name.as_str(), d.remove(0)));
+        }
+        let layers = layer_stats(entries.iter().map(|e| (e.spec.name.as_str(), e.elements())).zip(&grads), &activations);
+        let tensors = entries
+            .iter()
+            .zip(weights.into_iter().zip(grads).zip(updates))
+            .map(|(e, ((weights, grads), updates))| TensorDistributions { name: e.spec.name.clone(), weights, grads, updates })
+            .collect();
+        Ok(Inspection { step: self.step, tensors, layers })
+    }
+
+    /// Runs the two kernels over `inputs` and reads their (sources · tensors) distributions.
+    async fn distributions(&self, inputs: &StatsInputs<'_>, bins: usize) -> Result<Vec<Distribution>> {
+        let rows = inputs.sources() * (inputs.table.len() / 2);
+        // (rows, 4) [min, max, Σx², non-finite] and (rows, bins) counts
+        let stats: Tensor = self.gpu.tensor("inspect stats", &[rows, STATS_WIDTH])?;
+        let counts = self.gpu.tensor("inspect counts", &[rows, bins])?;
+        let ops = tensor_distributions(&self.gpu, inputs, bins, &stats, &counts)?;
+        self.gpu.run(&ops.iter().collect::<Vec<&Op>>())?;
+        let (stats, counts) = (self.gpu.read_f32(&stats).await?, self.gpu.read_u32(&counts).await?);
+        Ok((0..rows).map(|r| distribution(&stats[r * STATS_WIDTH..][..STATS_WIDTH], &counts[r * bins..][..bins])).collect())
+    }
+}
+
+/// Each layer's gradient RMS over all its tensors' elements, in order of first appearance, with its
+/// activation where one is kept.
+fn layer_stats<'a>(tensors: impl Iterator<Item = ((&'a str, usize), &'a Distribution)>, activations: &[(&str, Distribution)]) -> Vec<LayerStats> {
+    // (name, Σ squares, elements) per layer
+    let mut sums: Vec<(&str, f64, usize)> = vec![];
+    for ((name, len), g) in tensors {
+        let sq = (g.rms as f64).powi(2) * len as f64;
+        // Decayed tensors come first in the flat buffers: a layer's biases and norms come later.
+        match sums.iter_mut().find(|(layer, ..)| *layer == layer_of(name)) {
+            Some((_, s, n)) => (*s, *n) = (*s + sq, *n + len),
+            None => sums.push((layer_of(name), sq, len)),
+        }
+    }
+    sums.into_iter()
+        .map(|(name, sq, len)| LayerStats {
+            name: name.to_string(),
+            grad_rms: (sq / len.max(1) as f64).sqrt() as f32,
+            activation: activations.iter().find(|(a, _)| *a == name).map(|(_, d)| d.clone()),
+        })
+        .collect()
+}
+
+/// A distribution from its kernel row [min, max, Σx², non-finite] and bin counts.
+fn distribution(stats: &[f32], counts: &[u32]) -> Distribution {
+    let finite: u64 = counts.iter().map(|&c| c as u64).sum();
+    let (min, max) = if finite > 0 { (stats[0], stats[1]) } else { (f32::NAN, f32::NAN) };
+    let rms = if finite > 0 { (stats[2] as f64 / finite as f64).sqrt() as f32 } else { f32::NAN };
+    Distribution { min, max, rms, non_finite: stats[3] as u32, counts: counts.to_vec(), quantiles: quantiles(min, max, counts) }
+}
+
+/// The values at `QUANTILES`, assuming values spread evenly within each bin.
+pub fn quantiles(min: f32, max: f32, counts: &[u32]) -> Vec<f32> {
+    let total: u64 = counts.iter().map(|&c| c as u64).sum();
+    if total == 0 {
+        return vec![f32::NAN; QUANTILES.len()];
+    }
+    let width = (max as f64 - min as f64) / counts.len() as f64;
+    QUANTILES
+        .iter()
+        .map(|&q| {
+            let target = q * total as f64;
+            let mut below = 0.0;
+            for (b, &c) in counts.iter().enumerate() {
+                let c = c as f64;
+                if c > 0.0 && below + c >= target {
+                    let within = ((target - below) / c).clamp(0.0, 1.0);
+                    return (min as f64 + (b as f64 + within) * width).clamp(min as f64, max as f64) as f32;
+                }
+                below += c;
+            }
+            max
+        })
+        .collect()
+}

@@ -1,0 +1,120 @@
+//! An MLP over its input plane: the decision boundary (class probabilities on a grid) or the
+//! fitted curve, and every neuron's output over the same points from the same single forward
+//! pass, for the network view. 2-D classifiers use a size×size grid of cell centres over
+//! [-extent, extent]² (row-major, first row at y = +extent); 1-D regression uses `size` evenly
+//! spaced x from -extent to +extent (both ends).
+
+use serde::Serialize;
+
+use crate::error::{KilnError, Result};
+use crate::gpu::Op;
+use crate::model::mlp::MlpConfig;
+use crate::model::ModelConfig;
+use crate::session::Session;
+
+/// Largest side of a decision-boundary grid, and most x values of a fitted curve.
+pub const MAX_GRID: usize = 512;
+pub const MAX_CURVE: usize = 65_536;
+/// Most values one `neuron_outputs` returns (neurons × points): 16 MB of f32.
+pub const MAX_NEURON_VALUES: usize = 1 << 22;
+
+/// One layer of the network view.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct NeuronLayer {
+    /// "input", "layer0" … (hidden layers, after the activation) or "output".
+    pub name: String,
+    pub neurons: usize,
+    /// (neurons, points): each neuron's output at every point, neuron by neuron. The output
+    /// layer holds class probabilities (classification) or the prediction (regression).
+    pub values: Vec<f32>,
+}
+
+/// Every neuron's output over the plane's points.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct NeuronOutputs {
+    /// size (a curve's x values, or a grid's side).
+    pub size: usize,
+    /// Points per neuron: size² for a grid, size for a curve.
+    pub points: usize,
+    pub layers: Vec<NeuronLayer>,
+}
+
+impl Session {
+    /// Class probabilities (size, size, classes) on the grid, or the curve's predictions (size).
+    pub async fn predict_grid(&self, size: usize, extent: f64) -> Result<Vec<f32>> {
+        let (mlp, inputs) = self.plane(size, extent)?;
+        let out = self.predict(inputs.len() / mlp.input_dim, &inputs).await?;
+        Ok(if self.cfg.is_regression() { out } else { out.chunks_exact(mlp.output_dim).flat_map(softmax).collect() })
+    }
+
+    /// Every neuron's output at the plane's points, from one forward pass: the inputs, each
+    /// hidden layer's activations and the outputs (probabilities, or the prediction).
+    pub async fn neuron_outputs(&self, size: usize, extent: f64) -> Result<NeuronOutputs> {
+        let (mlp, inputs) = self.plane(size, extent)?;
+        let points = inputs.len() / mlp.input_dim;
+        let neurons = mlp.input_dim + mlp.hidden.iter().sum::<usize>() + mlp.output_dim;
+        if neurons * points > MAX_NEURON_VALUES {
+            return Err(KilnError::invalid("size", format!("{neurons} neurons × {points} points is over {MAX_NEURON_VALUES} values; use a smaller size")));
+        }
+        let net = self.cfg.model.build(&self.gpu, &self.params, points, false)?;
+        self.gpu.write(&net.input, &inputs)?;
+        self.gpu.run(&net.forward.iter().collect::<Vec<&Op>>())?;
+        let mut layers = vec![neuron_major("input", &inputs, mlp.input_dim)];
+        for (name, h) in &net.taps.layers {
+            layers.push(neuron_major(name, &self.gpu.read_f32(h).await?, h.shape()[1]));
+        }
+        let out = self.gpu.read_f32(&net.output).await?;
+        let out = if self.cfg.is_regression() { out } else { out.chunks_exact(mlp.output_dim).flat_map(softmax).collect() };
+        layers.push(neuron_major("output", &out, mlp.output_dim));
+        Ok(NeuronOutputs { size, points, layers })
+    }
+
+    /// The MLP and its inputs over the plane: (points, input_dim) f32.
+    fn plane(&self, size: usize, extent: f64) -> Result<(&MlpConfig, Vec<f32>)> {
+        let ModelConfig::Mlp(mlp) = &self.cfg.model else {
+            return Err(KilnError::invalid("model", "the input plane is an MLP's; a Llama predicts text (use generate)"));
+        };
+        if !(extent.is_finite() && extent > 0.0 && extent <= 1e6) {
+            return Err(KilnError::invalid("extent", format!("must be a number in (0, 1e6], got {extent}")));
+        }
+        let at = |i: usize, n: usize| -extent + (i as f64 + 0.5) * 2.0 * extent / n as f64;
+        let inputs = match (self.cfg.is_regression(), mlp.input_dim) {
+            (true, 1) => {
+                if !(2..=MAX_CURVE).contains(&size) {
+                    return Err(KilnError::invalid("size", format!("must be 2..={MAX_CURVE} for a regression curve, got {size}")));
+                }
+                (0..size).map(|i| (-extent + i as f64 * 2.0 * extent / (size - 1) as f64) as f32).collect()
+            }
+            (false, 2) => {
+                if !(1..=MAX_GRID).contains(&size) {
+                    return Err(KilnError::invalid("size", format!("must be 1..={MAX_GRID} for a 2-D grid, got {size}")));
+                }
+                (0..size * size).flat_map(|i| [at(i % size, size) as f32, -at(i / size, size) as f32]).collect()
+            }
+            (_, d) => {
+                return Err(KilnError::invalid(
+                    "model",
+                    format!("the input plane needs 2-D classification or 1-D regression points; this MLP takes {d}-D inputs"),
+                ))
+            }
+        };
+        Ok((mlp, inputs))
+    }
+}
+
+/// (points, width) row-major values as (width, points).
+fn neuron_major(name: &str, values: &[f32], width: usize) -> NeuronLayer {
+    let points = values.len() / width;
+    let values = (0..width).flat_map(|n| (0..points).map(move |p| values[p * width + n])).collect();
+    NeuronLayer { name: name.into(), neurons: width, values }
+}
+
+/// softmax(row), computed stably in f64; NaN everywhere when the logits are not finite.
+fn softmax(row: &[f32]) -> Vec<f32> {
+    let max = row.iter().map(|&x| x as f64).fold(f64::NEG_INFINITY, f64::max);
+    let exps: Vec<f64> = row.iter().map(|&x| (x as f64 - max).exp()).collect();
+    let sum: f64 = exps.iter().sum();
+    exps.iter().map(|e| if sum.is_finite() && sum > 0.0 { (e / sum) as f32 } else { f32::NAN }).collect()
+}

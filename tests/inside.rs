@@ -1,0 +1,142 @@
+//! The "look inside" views through a real session: neuron outputs over the plane, attention
+//! maps, and the distributions of weights, gradients, updates and activations, each checked
+//! against what the CPU computes from buffers read back whole.
+
+use kiln::config::{DataConfig, PointData, SessionConfig, TextData};
+use kiln::data::PointTask;
+use kiln::kernels::elementwise::Activation;
+use kiln::model::llama::LlamaConfig;
+use kiln::model::mlp::MlpConfig;
+use kiln::model::ModelConfig;
+use kiln::session::inspect::Distribution;
+use kiln::session::Session;
+use kiln::Gpu;
+
+fn session(model: ModelConfig, data: DataConfig, batch: usize) -> Session {
+    let cfg = SessionConfig { model, data, batch, optimizer: Default::default(), seed: 3 };
+    pollster::block_on(async { Session::with_gpu(Gpu::new().await.expect("GPU"), cfg) }).expect("valid")
+}
+
+/// Widths over 32 take the layer-by-layer pass, which keeps each hidden activation.
+fn mlp(hidden: Vec<usize>) -> Session {
+    let points = PointData { task: PointTask::Circles, points: 200, noise: 0.05, validation_fraction: 0.2, csv: None };
+    session(ModelConfig::Mlp(MlpConfig { input_dim: 2, hidden, output_dim: 2, activation: Activation::Tanh }), DataConfig::Points(points), 32)
+}
+
+fn llama() -> Session {
+    let text = "the quick brown fox jumps over the lazy dog. ".repeat(20);
+    let model = LlamaConfig { vocab: 32, d_model: 16, heads: 2, layers: 2, context: 16, hidden: 32, rope_theta: 10_000.0, norm_eps: 1e-5 };
+    session(ModelConfig::Llama(model), DataConfig::Text(TextData { text: Some(text), validation_fraction: 0.1 }), 4)
+}
+
+/// min and max exact, RMS within 1e-4 relative (an f32 sum of ≤ 5,000 squares), all counted.
+fn assert_describes(d: &Distribution, values: &[f32], what: &str) {
+    let min = values.iter().cloned().fold(f32::INFINITY, f32::min);
+    let max = values.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+    let rms = (values.iter().map(|&x| (x as f64).powi(2)).sum::<f64>() / values.len() as f64).sqrt();
+    assert_eq!((d.min, d.max), (min, max), "{what}: range");
+    assert!((d.rms as f64 - rms).abs() <= 1e-4 * rms + 1e-12, "{what}: rms {} vs {rms}", d.rms);
+    assert_eq!(d.counts.iter().sum::<u32>() as usize, values.len(), "{what}: counts");
+    assert_eq!((d.quantiles[0], d.quantiles[8]), (min, max), "{what}: the outer quantiles are the range");
+    assert!(d.quantiles.windows(2).all(|w| w[0] <= w[1]), "{what}: quantiles in order {:?}", d.quantiles);
+}
+
+#[test]
+fn neuron_outputs_are_the_forward_pass_at_every_point() {
+    let mut s = mlp(vec![40, 3]);
+    s.train(20).unwrap();
+    pollster::block_on(async {
+        let size = 12;
+        let n = s.neuron_outputs(size, 1.5).await.unwrap();
+        let names: Vec<&str> = n.layers.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(names, ["input", "layer0", "layer1", "output"]);
+        assert_eq!((n.points, n.layers.iter().map(|l| l.neurons).collect::<Vec<_>>()), (size * size, vec![2, 40, 3, 2]));
+        // The output neurons are predict_grid's probabilities, transposed.
+        let grid = s.predict_grid(size, 1.5).await.unwrap();
+        let out = &n.layers[3].values;
+        assert!((0..size * size).all(|p| (0..2).all(|c| out[c * size * size + p] == grid[p * 2 + c])), "output layer differs from predict_grid");
+        // Hidden layers: tanh(x·W0ᵀ + b0) in f64 from the weights read back (f32 matmul of 2 terms: 1e-5).
+        let w = s.gpu.read_f32(&s.params.weights).await.unwrap();
+        let at = |name: &str| s.params.entries.iter().find(|e| e.spec.name == name).map(|e| &w[e.offset..e.offset + e.elements()]).unwrap();
+        let (w0, b0) = (at("layer0.weight"), at("layer0.bias"));
+        let inputs = &n.layers[0].values;
+        for p in [0, 17, size * size - 1] {
+            let (x, y) = (inputs[p] as f64, inputs[size * size + p] as f64);
+            for j in [0, 39] {
+                let want = (x * w0[2 * j] as f64 + y * w0[2 * j + 1] as f64 + b0[j] as f64).tanh();
+                let got = n.layers[1].values[j * size * size + p] as f64;
+                assert!((got - want).abs() < 1e-5, "neuron {j} at point {p}: {got} vs {want}");
+            }
+        }
+        assert!(s.neuron_outputs(600, 1.5).await.unwrap_err().to_string().contains("`size`"));
+    });
+}
+
+#[test]
+fn distributions_describe_the_weights_gradients_updates_and_activations() {
+    let mut s = mlp(vec![40, 3]);
+    pollster::block_on(async {
+        let fresh = s.inspect(32).await.unwrap();
+        assert!(fresh.tensors.iter().all(|t| t.updates.max == 0.0 && t.updates.min == 0.0), "no step yet: the last update is zero");
+        s.train(5).unwrap();
+        let before = s.gpu.read_f32(&s.params.weights).await.unwrap();
+        s.train(1).unwrap();
+        let after = s.gpu.read_f32(&s.params.weights).await.unwrap();
+        let grads = s.gpu.read_f32(&s.params.grads).await.unwrap();
+        let got = s.inspect(32).await.unwrap();
+        assert_eq!(got.step, 6);
+        for (e, t) in s.params.entries.iter().zip(&got.tensors) {
+            let range = e.offset..e.offset + e.elements();
+            assert_eq!(t.name, e.spec.name);
+            assert_describes(&t.weights, &after[range.clone()], &format!("{} weights", t.name));
+            assert_describes(&t.grads, &grads[range.clone()], &format!("{} grads", t.name));
+            let update: Vec<f32> = range.map(|i| after[i] - before[i]).collect();
+            assert_describes(&t.updates, &update, &format!("{} updates", t.name));
+        }
+        let layers: Vec<&str> = got.layers.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(layers, ["layer0", "layer1", "layer2"]);
+        // layer0's gradient RMS over its weight and bias together.
+        let of = |name: &str| s.params.entries.iter().find(|e| e.spec.name == name).unwrap();
+        let sq: f64 = ["layer0.weight", "layer0.bias"].iter().flat_map(|n| grads[of(n).offset..][..of(n).elements()].iter()).map(|&g| (g as f64).powi(2)).sum();
+        let want = (sq / (of("layer0.weight").elements() + of("layer0.bias").elements()) as f64).sqrt();
+        assert!((got.layers[0].grad_rms as f64 - want).abs() <= 1e-4 * want, "layer0 grad rms {} vs {want}", got.layers[0].grad_rms);
+        // Hidden layers keep their activations (tanh: within [-1, 1]); the output layer has none.
+        let act = got.layers[0].activation.as_ref().expect("layer0 activation");
+        assert!(act.min >= -1.0 && act.max <= 1.0 && act.counts.iter().sum::<u32>() == 32 * 40, "{act:?}");
+        assert!(got.layers[2].activation.is_none());
+        assert!(s.inspect(0).await.unwrap_err().to_string().contains("`bins`"));
+    });
+}
+
+#[test]
+fn attention_maps_are_causal_rows_that_sum_to_one() {
+    let mut s = llama();
+    s.train(10).unwrap();
+    pollster::block_on(async {
+        let maps = s.attention_maps("the lazy").await.unwrap();
+        assert_eq!(maps.tokens.concat(), "the lazy");
+        let n = maps.tokens.len();
+        assert_eq!((maps.layers, maps.heads, maps.probs.len()), (2, 2, 2 * 2 * n * n));
+        for (r, row) in maps.probs.chunks_exact(n).enumerate() {
+            let i = r % n;
+            let sum: f64 = row.iter().map(|&p| p as f64).sum();
+            assert!((sum - 1.0).abs() < 1e-5, "row {r} sums to {sum}");
+            assert!(row[i + 1..].iter().all(|&p| p == 0.0), "row {r} attends to the future");
+        }
+        // Causal: a prompt's maps are the top-left corner of a longer prompt's.
+        let longer = s.attention_maps("the lazy dog").await.unwrap();
+        let m = longer.tokens.len();
+        for lh in 0..4 {
+            for i in 0..n {
+                for j in 0..n {
+                    let (a, b) = (maps.probs[lh * n * n + i * n + j], longer.probs[lh * m * m + i * m + j]);
+                    assert!((a - b).abs() < 1e-6, "layer·head {lh} ({i}, {j}): {a} vs {b}");
+                }
+            }
+        }
+        let stats = s.inspect(16).await.unwrap();
+        let with: Vec<&str> = stats.layers.iter().filter(|l| l.activation.is_some()).map(|l| l.name.as_str()).collect();
+        assert_eq!(with, ["blocks.0", "blocks.1"]);
+        assert!(s.attention_maps("").await.unwrap_err().to_string().contains("`prompt`"));
+    });
+}
