@@ -209,7 +209,7 @@ async function inside(msg, llama) {
     }
   }
   cost.inside = performance.now() - t0;
-  due.inside = performance.now() + Math.max(llama ? 1000 : 400, 8 * cost.inside);
+  due.inside = performance.now() + Math.max(llama ? 1000 : 400, 10 * cost.inside);
 }
 
 async function sample(gen) {

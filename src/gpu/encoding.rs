@@ -84,6 +84,17 @@ impl Staging {
         gpu.queue.submit([encoder.finish()]);
     }
 
+    /// Copies the tensors one after another into the staging memory, in one submission.
+    pub fn copy_packed(gpu: &Gpu, tensors: &[&Tensor], staging: &Staging) {
+        let mut encoder = gpu.device.create_command_encoder(&Default::default());
+        let mut at = 0;
+        for t in tensors {
+            encoder.copy_buffer_to_buffer(t.buffer(), t.offset(), &staging.buffer, at, t.bytes());
+            at += t.bytes();
+        }
+        gpu.queue.submit([encoder.finish()]);
+    }
+
     /// Maps the memory; `done` gets its words once the copy has run (None if the map failed,
     /// e.g. the device was lost), and the memory is unmapped for the next copy.
     pub fn map(&self, done: impl FnOnce(Option<Vec<u8>>) + Send + 'static) {

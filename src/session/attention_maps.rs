@@ -44,8 +44,7 @@ impl Session {
         self.gpu.write(&net.input, &input)?;
         self.gpu.run(&net.forward.iter().chain(&ops).collect::<Vec<&Op>>())?;
         let mut probs = Vec::with_capacity(cfg.layers * h * n * n);
-        for map in &maps {
-            let all = self.gpu.read_f32(map).await?;
+        for all in self.gpu.read_many_f32(&maps.iter().collect::<Vec<_>>()).await? {
             // Only the prompt's n × n corner: the padding after it is never attended to.
             for head in all.chunks_exact(t * t) {
                 probs.extend(head.chunks_exact(t).take(n).flat_map(|row| &row[..n]));

@@ -74,7 +74,8 @@ pub fn layer_of(name: &str) -> &str {
 }
 
 impl Session {
-    /// The distributions of the state the last step left, in `bins` bins (1..=64).
+    /// The distributions of the state the last step left, in `bins` bins (1..=64): every
+    /// dispatch in one submission, every result in one readback.
     pub async fn inspect(&self, bins: usize) -> Result<Inspection> {
         ensure((1..=MAX_BINS).contains(&bins), "bins", || format!("must be 1..={MAX_BINS}, got {bins}"))?;
         let entries = &self.params.entries;
@@ -82,17 +83,21 @@ impl Session {
         // (tensors, 2) [offset, len] of each parameter tensor in the flat buffers
         let table = self.gpu.tensor_from("inspect table", &[entries.len(), 2], &table)?;
         let params = StatsInputs { values: &self.params.weights, prev_and_grads: Some((&self.prev_weights, &self.params.grads)), table: &table };
-        let mut all = self.distributions(&params, bins).await?.into_iter();
+        let mut groups = vec![self.distribution_ops(&params, bins)?];
+        // (1, 2) each activation tensor as one range
+        let wholes = self.pass.taps.layers.iter().map(|(_, a)| self.gpu.tensor_from("activation table", &[1, 2], &[0u32, a.len() as u32])).collect::<Result<Vec<_>>>()?;
+        for ((_, activation), whole) in self.pass.taps.layers.iter().zip(&wholes) {
+            groups.push(self.distribution_ops(&StatsInputs { values: activation, prev_and_grads: None, table: whole }, bins)?);
+        }
+        self.gpu.run(&groups.iter().flat_map(|g| &g.ops).collect::<Vec<&Op>>())?;
+        let outputs: Vec<&Tensor> = groups.iter().flat_map(|g| [&g.stats, &g.counts]).collect();
+        let read = self.gpu.read_many(&outputs).await?;
+        let mut found = read.chunks_exact(2).map(|pair| distributions(&bytemuck::pod_collect_to_vec(&pair[0]), &bytemuck::pod_collect_to_vec(&pair[1]), bins));
+        let mut all = found.next().unwrap_or_default().into_iter();
         let n = entries.len();
         let mut take = || all.by_ref().take(n).collect::<Vec<_>>();
         let (weights, grads, updates) = (take(), take(), take());
-        let mut activations = vec![];
-        for (name, activation) in &self.pass.taps.layers {
-            // (1, 2) the whole activation tensor as one range
-            let whole = self.gpu.tensor_from("activation table", &[1, 2], &[0u32, activation.len() as u32])?;
-            let mut d = self.distributions(&StatsInputs { values: activation, prev_and_grads: None, table: &whole }, bins).await?;
-            activations.push((name.as_str(), d.remove(0)));
-        }
+        let activations: Vec<(&str, Distribution)> = self.pass.taps.layers.iter().zip(found).filter_map(|((name, _), mut d)| d.pop().map(|d| (name.as_str(), d))).collect();
         let layers = layer_stats(entries.iter().map(|e| (e.spec.name.as_str(), e.elements())).zip(&grads), &activations);
         let tensors = entries
             .iter()
@@ -102,17 +107,29 @@ impl Session {
         Ok(Inspection { step: self.step, tensors, layers })
     }
 
-    /// Runs the two kernels over `inputs` and reads their (sources · tensors) distributions.
-    async fn distributions(&self, inputs: &StatsInputs<'_>, bins: usize) -> Result<Vec<Distribution>> {
+    /// The two kernels over `inputs` and the tensors they write.
+    fn distribution_ops(&self, inputs: &StatsInputs<'_>, bins: usize) -> Result<DistributionOps> {
         let rows = inputs.sources() * (inputs.table.len() / 2);
         // (rows, 4) [min, max, Σx², non-finite] and (rows, bins) counts
-        let stats: Tensor = self.gpu.tensor("inspect stats", &[rows, STATS_WIDTH])?;
+        let stats = self.gpu.tensor("inspect stats", &[rows, STATS_WIDTH])?;
         let counts = self.gpu.tensor("inspect counts", &[rows, bins])?;
-        let ops = tensor_distributions(&self.gpu, inputs, bins, &stats, &counts)?;
-        self.gpu.run(&ops.iter().collect::<Vec<&Op>>())?;
-        let (stats, counts) = (self.gpu.read_f32(&stats).await?, self.gpu.read_u32(&counts).await?);
-        Ok((0..rows).map(|r| distribution(&stats[r * STATS_WIDTH..][..STATS_WIDTH], &counts[r * bins..][..bins])).collect())
+        let ops = tensor_distributions(&self.gpu, inputs, bins, &stats, &counts)?.into();
+        Ok(DistributionOps { ops, stats, counts })
     }
+}
+
+/// One group of statistics: its dispatches and their outputs.
+struct DistributionOps {
+    ops: Vec<Op>,
+    /// (rows, 4) [min, max, Σx², non-finite]
+    stats: Tensor,
+    /// (rows, bins) u32
+    counts: Tensor,
+}
+
+/// Every row's distribution from the kernels' stats (rows, 4) and counts (rows, bins).
+fn distributions(stats: &[f32], counts: &[u32], bins: usize) -> Vec<Distribution> {
+    (0..stats.len() / STATS_WIDTH).map(|r| distribution(&stats[r * STATS_WIDTH..][..STATS_WIDTH], &counts[r * bins..][..bins])).collect()
 }
 
 /// Each layer's gradient RMS over all its tensors' elements, in order of first appearance, with its

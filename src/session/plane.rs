@@ -7,7 +7,7 @@
 use serde::Serialize;
 
 use crate::error::{KilnError, Result};
-use crate::gpu::Op;
+use crate::gpu::{Op, Tensor};
 use crate::model::mlp::MlpConfig;
 use crate::model::ModelConfig;
 use crate::session::Session;
@@ -61,11 +61,14 @@ impl Session {
         let net = self.cfg.model.build(&self.gpu, &self.params, points, false)?;
         self.gpu.write(&net.input, &inputs)?;
         self.gpu.run(&net.forward.iter().collect::<Vec<&Op>>())?;
+        // Every hidden layer and the output in one readback.
+        let tapped: Vec<&Tensor> = net.taps.layers.iter().map(|(_, h)| h).chain([&net.output]).collect();
+        let mut read = self.gpu.read_many_f32(&tapped).await?;
+        let out = read.pop().expect("the output was read");
         let mut layers = vec![neuron_major("input", &inputs, mlp.input_dim)];
-        for (name, h) in &net.taps.layers {
-            layers.push(neuron_major(name, &self.gpu.read_f32(h).await?, h.shape()[1]));
+        for ((name, h), values) in net.taps.layers.iter().zip(&read) {
+            layers.push(neuron_major(name, values, h.shape()[1]));
         }
-        let out = self.gpu.read_f32(&net.output).await?;
         let out = if self.cfg.is_regression() { out } else { out.chunks_exact(mlp.output_dim).flat_map(softmax).collect() };
         layers.push(neuron_major("output", &out, mlp.output_dim));
         Ok(NeuronOutputs { size, points, layers })
