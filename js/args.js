@@ -69,3 +69,10 @@ export function checkpointBytes(bytes) {
   if (ArrayBuffer.isView(bytes)) return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   throw invalid('checkpoint', 'expected a Uint8Array or ArrayBuffer of a saved checkpoint');
 }
+
+/** `value` if it is a boolean (or `fallback` when undefined), else an invalid-input Error naming `field`. */
+export function checkBool(value, field, fallback = false) {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') throw invalid(field, `must be true or false, got ${JSON.stringify(value) ?? typeof value}`);
+  return value;
+}

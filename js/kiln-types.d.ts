@@ -241,6 +241,36 @@ activation: Distribution | null, };
 
 export type Inspection = { step: bigint, tensors: Array<TensorDistributions>, layers: Array<LayerStats>, };
 
+export type QuantizeOptions = { 
+/**
+ * 8 or 4 (default 8).
+ */
+bits?: number, 
+/**
+ * Values per scale and bias along a row: 32, 64 or 128 (default 64).
+ */
+groupSize?: number, };
+
+export type TensorQuantization = { name: string, shape: Array<number>, quantized: boolean, 
+/**
+ * Why the tensor stays in f32 (null when it is quantized).
+ */
+keptBecause: string | null, 
+/**
+ * ‖w − dequantized w‖ / ‖w‖ (0 for a tensor kept in f32).
+ */
+relativeError: number, bytesBefore: number, bytesAfter: number, };
+
+export type QuantizeReport = { bits: number, groupSize: number, 
+/**
+ * The step whose weights were quantized.
+ */
+step: number, tensors: Array<TensorQuantization>, bytesBefore: number, bytesAfter: number, 
+/**
+ * The validation split scored with the run's weights and with the quantized copy.
+ */
+full: Evaluation, quantized: Evaluation, };
+
 export type PresetInfo = { name: string, description: string, };
 
 export type AdapterSummary = { name: string, 

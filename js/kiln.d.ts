@@ -38,7 +38,7 @@ export function init(options?: InitOptions): Promise<void>;
 
 import type {
   SessionConfig, OptimConfig, PresetInfo, AdapterSummary, RunInfo, Evaluation, UpdateRatio, Recovered,
-  GenerateOptions, Shared, CheckpointInfo, ErrorCode, PositionGuesses, NeuronOutputs, AttentionMaps, Inspection,
+  GenerateOptions, Shared, CheckpointInfo, ErrorCode, PositionGuesses, NeuronOutputs, AttentionMaps, Inspection, QuantizeOptions, QuantizeReport,
 } from './kiln-types.js';
 export type * from './kiln-types.js';
 
@@ -123,6 +123,8 @@ export interface TrainOptions {
 export interface EvaluateOptions {
   /** Validation split (default) or training split. */
   validation?: boolean;
+  /** Score the copy `quantize()` made instead of the run's weights (default false). */
+  quantized?: boolean;
   /**
    * Text only: score at most this many next tokens (1..=16384, default 16384), in whole
    * windows from the split's start; one training batch's worth keeps an evaluation about as
@@ -146,6 +148,8 @@ export interface PredictGridOptions {
   size?: number;
   /** Half-width of the square (or interval) around the origin; default 1.5. */
   extent?: number;
+  /** predictGrid only: predict with the copy `quantize()` made (default false). */
+  quantized?: boolean;
 }
 
 export interface PredictGrid {
@@ -210,6 +214,8 @@ export declare class Kiln {
 
   /** A new run from a checkpoint of `save()`, built from the config it carries; it continues exactly. */
   static fromCheckpoint(bytes: Bytes): Promise<Kiln>;
+  /** A new run from an MLX-layout file of `saveQuantized()`: its config, step and dequantized weights. */
+  static fromQuantized(bytes: Bytes): Promise<Kiln>;
 
   readonly info: Readonly<RunInfo & { config: FullSessionConfig }>;
   /** Whether a `train()` is in progress. */
@@ -238,7 +244,7 @@ export declare class Kiln {
   /** MLP only. */
   predictGrid(options?: PredictGridOptions): Promise<PredictGrid>;
   /** Llama only: continues `prompt` (its characters must occur in the training text). */
-  generate(prompt: string, options?: GenerateOptions): Promise<string>;
+  generate(prompt: string, options?: GenerateOptions & { quantized?: boolean }): Promise<string>;
   /**
    * Llama only: for each of the prompt's last `context` characters, the `k` (1..=min(vocab,
    * 256), default 5) most likely next characters and their probabilities, most likely first.
@@ -256,6 +262,14 @@ export declare class Kiln {
    * and last update, and each layer's gradient RMS and activations, as the last step left them.
    */
   inspect(options?: { bins?: number }): Promise<Inspection>;
+  /**
+   * Quantizes the current weights (8 or 4 bits, groups of 32, 64 or 128 along each row; MLX's
+   * layout) into a copy beside them and scores both; `{ quantized: true }` on evaluate,
+   * predictGrid and generate then uses the copy.
+   */
+  quantize(options?: QuantizeOptions): Promise<QuantizeReport>;
+  /** The quantized copy as an MLX-layout safetensors file (read back by `Kiln.fromQuantized`). */
+  saveQuantized(): Promise<Uint8Array>;
   /** A safetensors checkpoint (weights, optimizer state, config, step, sampler state). */
   save(): Promise<Uint8Array>;
   /**

@@ -7,7 +7,7 @@
 // wasm-bindgen's "recursive use of an object" error. Every Error it rejects with has a `code`.
 
 import { bindings, ensureInit, toMetrics } from './module.js';
-import { invalid, asError, kilnError, checkKeys, checkInt, checkU32, configArg, checkpointBytes } from './args.js';
+import { invalid, asError, kilnError, checkKeys, checkInt, checkU32, checkBool, configArg, checkpointBytes } from './args.js';
 
 export { init, presets, preset, validateConfig, shareConfig, openShared, readCheckpoint, parsePoints, adapterInfo } from './module.js';
 
@@ -53,6 +53,12 @@ export class Kiln {
   static async fromCheckpoint(bytes) {
     const view = checkpointBytes(bytes);
     return Kiln.#open(() => bindings.Session.fromCheckpoint(view));
+  }
+
+  /** A new run from an MLX-layout quantized file of `saveQuantized()`: its config, step and dequantized weights. */
+  static async fromQuantized(bytes) {
+    const view = checkpointBytes(bytes);
+    return Kiln.#open(() => bindings.Session.fromQuantized(view));
   }
 
   /** Loads the wasm if needed, then wraps the session `make()` builds (its errors as Errors). */
@@ -218,16 +224,16 @@ export class Kiln {
    * whole windows), and how many were `scored`.
    */
   evaluate(options = {}) {
-    let validation, maxTokens;
+    let validation, maxTokens, quantized;
     try {
-      const o = checkKeys(options, ['validation', 'maxTokens'], 'evaluate');
-      validation = o.validation ?? true;
-      if (typeof validation !== 'boolean') throw invalid('validation', `must be true or false, got ${validation}`);
+      const o = checkKeys(options, ['validation', 'maxTokens', 'quantized'], 'evaluate');
+      validation = checkBool(o.validation, 'validation', true);
       maxTokens = o.maxTokens === undefined ? undefined : checkU32(o.maxTokens, 'maxTokens');
+      quantized = checkBool(o.quantized, 'quantized');
     } catch (e) {
       return Promise.reject(e);
     }
-    return this.#enqueue((s) => s.evaluate(validation, maxTokens));
+    return this.#enqueue((s) => s.evaluate(validation, maxTokens, quantized));
   }
 
   /** Every parameter tensor, in model order, with a copy of its values. */
@@ -249,18 +255,19 @@ export class Kiln {
    * regression MLP's predictions at `size` evenly spaced x from -extent to +extent.
    */
   predictGrid(options = {}) {
-    let size, extent;
+    let size, extent, quantized;
     try {
-      const o = checkKeys(options, ['size', 'extent'], 'predictGrid');
+      const o = checkKeys(options, ['size', 'extent', 'quantized'], 'predictGrid');
       size = checkU32(o.size ?? 64, 'size');
       extent = o.extent ?? 1.5;
       if (typeof extent !== 'number') throw invalid('extent', `must be a number, got ${typeof extent}`);
+      quantized = checkBool(o.quantized, 'quantized');
     } catch (e) {
       return Promise.reject(e);
     }
     const kind = this.info.regression ? 'regression' : 'classification';
     const classes = this.info.regression ? 1 : this.info.classes;
-    return this.#enqueue(async (s) => ({ kind, size, extent, classes, values: await s.predictGrid(size, extent) }));
+    return this.#enqueue(async (s) => ({ kind, size, extent, classes, values: await s.predictGrid(size, extent, quantized) }));
   }
 
   /** Continues `prompt` with a Llama run (characters the training text contains). */
@@ -270,7 +277,15 @@ export class Kiln {
     if (options !== undefined && (options === null || typeof options !== 'object' || Array.isArray(options))) {
       return Promise.reject(invalid('options', 'expected an options object'));
     }
-    return this.#enqueue((s) => s.generate(prompt, options));
+    // `quantized` picks the weights; the sampling options are checked on the Rust side.
+    const { quantized, ...sampling } = options ?? {};
+    let fromCopy;
+    try {
+      fromCopy = checkBool(quantized, 'quantized');
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return this.#enqueue((s) => s.generate(prompt, sampling, fromCopy));
   }
 
   /**
@@ -325,6 +340,24 @@ export class Kiln {
       return Promise.reject(e);
     }
     return this.#enqueue((s) => s.inspect(bins));
+  }
+
+  /**
+   * Quantizes the current weights ({ bits: 8 | 4, groupSize: 32 | 64 | 128 }, default 8 and 64)
+   * into a copy beside them (the run's own weights are untouched) and scores both on the
+   * validation split. `{ quantized: true }` on evaluate, predictGrid and generate then uses the
+   * copy; `saveQuantized()` writes it as an MLX-layout safetensors file.
+   */
+  quantize(options) {
+    if (options !== undefined && (options === null || typeof options !== 'object' || Array.isArray(options))) {
+      return Promise.reject(invalid('options', 'expected an options object'));
+    }
+    return this.#enqueue((s) => s.quantize(options));
+  }
+
+  /** The quantized copy as an MLX-layout safetensors file (`Kiln.fromQuantized` reads it back). */
+  saveQuantized() {
+    return this.#enqueue(async (s) => s.quantizedFile());
   }
 
   /** A safetensors checkpoint: weights, optimizer state, config, step and sampler state. */

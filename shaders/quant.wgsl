@@ -1,9 +1,10 @@
-// quant.wgsl — 8-bit dequantization and IEEE 754 binary16 <-> binary32 conversion.
+// quant.wgsl — 8-bit and 4-bit dequantization and IEEE 754 binary16 <-> binary32 conversion.
 // One thread per output element (1-D kernels, 2-D grid capable). Lengths come from
 // arrayLength, so every tensor is bound at its exact size (the host validates them).
 //
 // Packing: u8 values are stored 4 per u32 word, little-endian (element 4w+b is byte b of
-// word w); f16 values 2 per u32 word (element 2w is the low half of word w). A trailing
+// word w); 4-bit codes 8 per word, lowest nibble first (element 8w+n is bits 4n..4n+3), as MLX
+// packs them; f16 values 2 per u32 word (element 2w is the low half of word w). A trailing
 // partial word's unused bytes/halves are ignored on read and written as 0 (+0.0).
 //
 // The f16 casts move raw bits through u32 bindings and use integer math only: loading a
@@ -46,6 +47,16 @@ fn affine_dequantize(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num
     if (i >= arrayLength(&q_out)) { return; }
     let g = i / q_params.group_size;
     q_out[i] = fma(f32(byte_at(i, q_weight[i / 4u])), q_scales[g], q_biases[g]);
+}
+
+// ---- affine_dequantize4: the same with 4-bit codes, 8 per u32 word ----
+@compute @workgroup_size(64)
+fn affine_dequantize4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_index(gid, nwg);
+    if (i >= arrayLength(&q_out)) { return; }
+    let g = i / q_params.group_size;
+    let code = (q_weight[i / 8u] >> ((i % 8u) * 4u)) & 0xFu;
+    q_out[i] = fma(f32(code), q_scales[g], q_biases[g]);
 }
 
 // ---- fp32_to_fp16: round to nearest, ties to even; subnormals, ±Inf, quiet NaN, signed zero ----

@@ -86,7 +86,8 @@ mod typescript {
     const PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/js/kiln-types.d.ts");
 
     fn generated() -> String {
-        use crate::session::{attention_maps, checkpoint, evaluate, generate, inspect, next_tokens, plane, recovery};
+        use crate::quantize::QuantizeOptions;
+        use crate::session::{attention_maps, checkpoint, evaluate, generate, inspect, next_tokens, plane, quantize, recovery};
         use crate::{config, data, error, kernels, model, optim, param_layout, share};
         let decls = [
             error::ErrorCode::decl(),
@@ -114,6 +115,9 @@ mod typescript {
             inspect::TensorDistributions::decl(),
             inspect::LayerStats::decl(),
             inspect::Inspection::decl(),
+            QuantizeOptions::decl(),
+            quantize::TensorQuantization::decl(),
+            quantize::QuantizeReport::decl(),
             PresetInfo::decl(),
             AdapterSummary::decl(),
             RunInfo::decl(),

@@ -16,6 +16,7 @@ use crate::error::{KilnError, Result};
 use crate::gpu::Gpu;
 use crate::param_layout::{layout, TensorSlot, UpdateRatio};
 use crate::presets::{preset as preset_config, PRESETS};
+use crate::quantize::QuantizeOptions;
 use crate::session::generate::GenerateOptions;
 use crate::session::{Session, METRIC_SLOTS};
 
@@ -187,6 +188,13 @@ impl WebSession {
         Self::wrap(Session::from_checkpoint(gpu, &bytes))
     }
 
+    /// A run from an MLX-layout quantized file Kiln wrote: its config, step and dequantized weights.
+    #[wasm_bindgen(js_name = fromQuantized)]
+    pub async fn from_quantized(bytes: Vec<u8>) -> Result<WebSession, JsValue> {
+        let gpu = acquire_gpu().await.map_err(js_error)?;
+        Self::wrap(Session::from_quantized(gpu, &bytes))
+    }
+
     /// `RunInfo`: size, adapter, task and the validated config.
     pub fn info(&self) -> Result<JsValue, JsValue> {
         to_js(&RunInfo::of(&self.session))
@@ -248,9 +256,11 @@ impl WebSession {
 
     /// `Evaluation` of the validation or training split, scoring at most `max_tokens` next
     /// tokens of text (default: 16,384).
-    pub async fn evaluate(&self, validation: bool, max_tokens: Option<u32>) -> Result<JsValue, JsValue> {
+    /// `quantized`: score the quantized copy instead of the run's weights.
+    pub async fn evaluate(&self, validation: bool, max_tokens: Option<u32>, quantized: bool) -> Result<JsValue, JsValue> {
         let budget = max_tokens.map_or(crate::session::evaluate::MAX_EVAL_TOKENS, |t| t as usize);
-        numbers_to_js(&self.session.evaluate_up_to(validation, budget).await.map_err(js_error)?)
+        let params = self.session.weights_for(quantized).map_err(js_error)?;
+        numbers_to_js(&self.session.evaluate_with(params, validation, budget).await.map_err(js_error)?)
     }
 
     /// The whole flat weights buffer; `layout` says where each tensor lies.
@@ -271,19 +281,21 @@ impl WebSession {
 
     /// Class probabilities on a grid, or a fitted curve: see `Session::predict_grid`.
     #[wasm_bindgen(js_name = predictGrid)]
-    pub async fn predict_grid(&self, size: u32, extent: f64) -> Result<Float32Array, JsValue> {
-        let values = self.session.predict_grid(size as usize, extent).await.map_err(js_error)?;
+    pub async fn predict_grid(&self, size: u32, extent: f64, quantized: bool) -> Result<Float32Array, JsValue> {
+        let params = self.session.weights_for(quantized).map_err(js_error)?;
+        let values = self.session.predict_grid_with(params, size as usize, extent).await.map_err(js_error)?;
         Ok(Float32Array::from(values.as_slice()))
     }
 
     /// Continues `prompt`; `options` is a `GenerateOptions` object (or undefined).
-    pub async fn generate(&self, prompt: String, options: JsValue) -> Result<String, JsValue> {
+    pub async fn generate(&self, prompt: String, options: JsValue, quantized: bool) -> Result<String, JsValue> {
         let opts: GenerateOptions = if options.is_undefined() || options.is_null() {
             GenerateOptions::default()
         } else {
             crate::parse::from_json(&object_json(&options, "options").map_err(js_error)?, "options").map_err(js_error)?
         };
-        self.session.generate(&prompt, &opts).await.map_err(js_error)
+        let params = self.session.weights_for(quantized).map_err(js_error)?;
+        self.session.generate_with(params, &prompt, &opts).await.map_err(js_error)
     }
 
     /// `PositionGuesses[]`: for each of the prompt's last `context` characters, the `k` most
@@ -309,6 +321,23 @@ impl WebSession {
     /// update, and each layer's gradient RMS and activations, in `bins` bins.
     pub async fn inspect(&self, bins: u32) -> Result<JsValue, JsValue> {
         numbers_to_js(&self.session.inspect(bins as usize).await.map_err(js_error)?)
+    }
+
+    /// `QuantizeReport`: quantizes the current weights (`options`: a `QuantizeOptions` object or
+    /// undefined) into a copy beside them, and scores both.
+    pub async fn quantize(&mut self, options: JsValue) -> Result<JsValue, JsValue> {
+        let opts: QuantizeOptions = if options.is_undefined() || options.is_null() {
+            QuantizeOptions::default()
+        } else {
+            crate::parse::from_json(&object_json(&options, "options").map_err(js_error)?, "options").map_err(js_error)?
+        };
+        numbers_to_js(&self.session.quantize(&opts).await.map_err(js_error)?)
+    }
+
+    /// The quantized copy as an MLX-layout safetensors file.
+    #[wasm_bindgen(js_name = quantizedFile)]
+    pub fn quantized_file(&self) -> Result<Uint8Array, JsValue> {
+        Ok(Uint8Array::from(self.session.quantized_file().map_err(js_error)?.as_slice()))
     }
 
     /// A safetensors checkpoint: weights, optimizer state, config, step, sampler state.

@@ -14,6 +14,7 @@ import { ui, render } from './ui/render.js';
 import { setStatus, showError, showLinkError, showNoGpu, showRecovered, showWorkerError } from './ui/notices.js';
 import { Runs } from './ui/runs.js';
 import { Inside } from './ui/inside.js';
+import { QuantizePanel } from './ui/quantize.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -44,7 +45,7 @@ window.kilnPage = {
     heatmaps: heat.tiles.size, hasGrid: !!plot.grid, error: ui.configError || null, linkError: ui.linkError || null,
     hidden: !!state.hidden, lastWeights: state.lastWeights, recoveries: state.recoveries, gpuNotice: ui.gpuNotice || null,
     sampleError: ui.sampleError || null, cpuNotice: ui.cpuNotice || null, status: ui.status.text,
-    kept: runs.summary(), inside: inside.summary(), prompt: $('sample-prompt').value, nextTokens: ui.nextTokens, grid: plot.grid ? { size: plot.grid.size, classes: plot.grid.classes } : null,
+    kept: runs.summary(), inside: inside.summary(), quantized: quant.summary(), prompt: $('sample-prompt').value, nextTokens: ui.nextTokens, grid: plot.grid ? { size: plot.grid.size, classes: plot.grid.classes } : null,
   }),
 };
 
@@ -53,6 +54,7 @@ const ratios = new RatioChart($('ratio-chart'));
 const heat = new Heatmaps($('heatmaps'));
 const plot = new PointsPlot($('data-canvas'));
 const inside = new Inside();
+const quant = new QuantizePanel({ send: (msg, transfer) => send(msg, transfer), plot });
 const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
 const send = (msg, transfer) => worker.postMessage(msg, transfer ?? []);
 const runs = new Runs({
@@ -97,10 +99,10 @@ function apply({ play = state.playing } = {}) {
 }
 
 function onCreated({ info, dataset, config, origin, share }) {
-  if (origin === 'checkpoint') {
+  if (origin === 'checkpoint' || origin === 'quantized') {
     writeConfig(config);
     $('preset').value = '';
-    ui.presetDesc = 'From the checkpoint.';
+    ui.presetDesc = origin === 'quantized' ? 'From the quantized file.' : 'From the checkpoint.';
   }
   state.config = config;
   state.info = info;
@@ -113,6 +115,7 @@ function onCreated({ info, dataset, config, origin, share }) {
   ratios.reset();
   heat.reset();
   inside.reset(config);
+  quant.reset(!!config.model.llama, origin);
   toDraw.weights = toDraw.grid = null;
   const llama = !!config.model.llama;
   const mse = !llama && config.model.mlp.output_dim === 1;
@@ -212,6 +215,7 @@ worker.onmessage = (e) => {
       break;
     case ToPage.saved:
       if (m.purpose === 'keep') runs.keepCheckpoint(m.bytes, m.id);
+      else if (m.purpose === 'quantized') download(m.bytes, m.step, `${quant.report?.bits ?? 'q'}bit-mlx`);
       else download(m.bytes, m.step);
       break;
     case ToPage.loaded:
@@ -230,6 +234,7 @@ worker.onmessage = (e) => {
       break;
     case ToPage.error:
       state.errors.push({ op: m.op, message: m.message, code: m.code, field: m.field });
+      if (m.op === 'quantize' || m.op === 'load-quantized') quant.failed(m.message);
       showWorkerError(m, !!state.info);
       break;
     case ToPage.link:
@@ -239,6 +244,7 @@ worker.onmessage = (e) => {
       apply();
       break;
     case ToPage.points: onParsedPoints(m.points, { plot, apply: () => apply() }); break;
+    case ToPage.quantized: quant.show(m); break;
   }
 };
 

@@ -60,15 +60,16 @@ function openLink(hash) {
   }
 }
 
-async function create(config, play, origin = 'form') {
+/** A new run from `config`, or from what `open()` builds (a quantized file's run). */
+async function create(config, play, origin = 'form', open = () => Kiln.create(config)) {
   const gen = ++generation;
   setPlaying(false);
   await exclusive(async () => {
     let fresh;
     try {
-      fresh = await Kiln.create(config);
+      fresh = await open();
     } catch (e) {
-      postError('create', e);
+      postError(origin === 'quantized' ? 'load-quantized' : 'create', e);
       return;
     }
     if (gen !== generation) {
@@ -89,7 +90,7 @@ async function create(config, play, origin = 'form') {
     run.on('recovered', (r) => {
       if (gen === generation) post({ type: ToPage.recovered, ...r });
     });
-    post({ type: ToPage.created, info: run.info, dataset: datasetOf(run), config, origin, share: shareOf(run.info.config) });
+    post({ type: ToPage.created, info: run.info, dataset: datasetOf(run), config: config ?? run.info.config, origin, share: shareOf(run.info.config) });
   });
   if (gen === generation && run) {
     if (origin !== 'checkpoint') await snapshot({ force: true });
@@ -277,6 +278,41 @@ async function load(bytes) {
   await snapshot({ force: true });
 }
 
+/**
+ * Quantizes the run's weights into a copy beside them and sends the report with the copy's
+ * boundary (MLP) or greedy sample (Llama) next to the run's own.
+ */
+async function quantize(options) {
+  if (!run) return;
+  const gen = generation;
+  await exclusive(async () => {
+    try {
+      const report = await run.quantize(options);
+      const msg = { type: ToPage.quantized, report };
+      if (isLlama()) {
+        const greedy = { maxTokens: 120, temperature: 0 };
+        const full = await run.generate(view.prompt, greedy);
+        msg.samples = { prompt: view.prompt, full, quantized: await run.generate(view.prompt, { ...greedy, quantized: true }) };
+      } else if (view.grid) {
+        msg.grids = { full: await run.predictGrid(view.grid), quantized: await run.predictGrid({ ...view.grid, quantized: true }) };
+      }
+      if (gen === generation) post(msg);
+    } catch (e) {
+      postError('quantize', e);
+    }
+  });
+}
+
+async function saveQuantized() {
+  if (!run) return;
+  try {
+    const bytes = await exclusive(() => run.saveQuantized());
+    post({ type: ToPage.saved, bytes, step, purpose: 'quantized' }, [bytes.buffer]);
+  } catch (e) {
+    postError('quantize', e);
+  }
+}
+
 /** Your own points from CSV, parsed by the same Rust code a run uses. */
 function parseCsv(text) {
   try {
@@ -318,6 +354,11 @@ self.onmessage = (e) => {
       break;
     }
     case ToWorker.parseCsv: parseCsv(m.text); break;
+    case ToWorker.quantize: quantize(m.options); break;
+    case ToWorker.saveQuantized: saveQuantized(); break;
+    case ToWorker.loadQuantized:
+      create(null, false, 'quantized', () => Kiln.fromQuantized(m.bytes));
+      break;
     case ToWorker.loseDevice: run?.simulateDeviceLoss(); break;
     default: postError('protocol', new Error(`unknown message ${String(m.type).slice(0, 40)}`));
   }

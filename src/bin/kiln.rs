@@ -2,6 +2,8 @@
 //!   kiln info                      the GPU adapter Kiln trains on
 //!   kiln presets                   the presets `train` accepts
 //!   kiln train <preset> [--steps N] [--seed S] [--save FILE] [--resume FILE]
+//!   kiln quantize <checkpoint> [--bits 8|4] [--group 32|64|128] [--out FILE]
+//!   kiln eval <checkpoint or quantized file>   validation loss (and a sample for a Llama)
 
 #[cfg(not(target_arch = "wasm32"))]
 mod cli {
@@ -11,6 +13,7 @@ mod cli {
     use indicatif::{ProgressBar, ProgressStyle};
     use kiln::model::ModelConfig;
     use kiln::presets::{preset, PRESETS};
+    use kiln::quantize::QuantizeOptions;
     use kiln::session::generate::GenerateOptions;
     use kiln::session::Session;
     use kiln::{Gpu, KilnError, Result};
@@ -25,13 +28,15 @@ mod cli {
             }
             Some("config") => config(args.get(1).map(String::as_str)),
             Some("-h" | "--help" | "help") => {
-                println!("kiln info | kiln presets | kiln train <preset> [--steps N] [--seed S] [--save FILE] [--resume FILE] | kiln bench [--quick] [--seconds S] [--json FILE]");
+                println!("kiln info | kiln presets | kiln train <preset> [--steps N] [--seed S] [--save FILE] [--resume FILE] | kiln quantize <checkpoint> [--bits 8|4] [--group 32|64|128] [--out FILE] | kiln eval <file> | kiln bench [--quick] [--seconds S] [--json FILE]");
                 Ok(())
             }
             Some("train") => pollster::block_on(train(&args[1..])),
             Some("bench") => bench(&args[1..]),
+            Some("quantize") => pollster::block_on(quantize(&args[1..])),
+            Some("eval") => pollster::block_on(eval(&args[1..])),
             _ => {
-                eprintln!("usage: kiln info | kiln presets | kiln train <preset> [--steps N] [--seed S] [--save FILE] [--resume FILE] | kiln bench [--quick] [--seconds S] [--json FILE]");
+                eprintln!("usage: kiln info | kiln presets | kiln train <preset> [--steps N] [--seed S] [--save FILE] [--resume FILE] | kiln quantize <checkpoint> [--bits 8|4] [--group 32|64|128] [--out FILE] | kiln eval <file> | kiln bench [--quick] [--seconds S] [--json FILE]");
                 return ExitCode::from(2);
             }
         };
@@ -102,6 +107,55 @@ mod cli {
         }
     }
 
+    fn read_file(path: Option<&String>, what: &str) -> Result<Vec<u8>> {
+        let path = path.ok_or_else(|| KilnError::invalid(what, "name a file"))?;
+        std::fs::read(path).map_err(|e| KilnError::invalid(what, format!("cannot read {path}: {e}")))
+    }
+
+    /// `kiln quantize <checkpoint> [--bits 8|4] [--group 32|64|128] [--out FILE]`
+    async fn quantize(args: &[String]) -> Result<()> {
+        let usage = "kiln quantize <checkpoint> [--bits 8|4] [--group 32|64|128] [--out FILE]";
+        let bytes = read_file(args.first(), "checkpoint")?;
+        only_options(&args[1..], &[], &["--bits", "--group", "--out"], usage)?;
+        let opts = QuantizeOptions { bits: flag(args, "--bits", 8)? as u32, group_size: flag(args, "--group", 64)? as usize };
+        let mut session = Session::from_checkpoint(Gpu::new().await?, &bytes)?;
+        let r = session.quantize(&opts).await?;
+        println!("{}-bit, groups of {} (step {}):", r.bits, r.group_size, r.step);
+        for t in &r.tensors {
+            match &t.kept_because {
+                None => println!("  {:24} {:>10} → {:>9} bytes  relative error {:.2e}", t.name, t.bytes_before, t.bytes_after, t.relative_error),
+                Some(why) => println!("  {:24} kept in f32: {why}", t.name),
+            }
+        }
+        let acc = |a: Option<f64>| a.map_or(String::new(), |a| format!(", accuracy {:.1}%", a * 100.0));
+        println!("bytes {} → {}", r.bytes_before, r.bytes_after);
+        println!("validation: full loss {:.4}{} · quantized loss {:.4}{}", r.full.loss, acc(r.full.accuracy), r.quantized.loss, acc(r.quantized.accuracy));
+        let path = text_flag(args, "--out")?.map(str::to_string).unwrap_or_else(|| format!("quantized-{}bit.safetensors", r.bits));
+        std::fs::write(&path, session.quantized_file()?).map_err(|e| KilnError::invalid("--out", format!("cannot write {path}: {e}")))?;
+        println!("MLX-layout file: {path} (check it with `kiln eval {path}`)");
+        Ok(())
+    }
+
+    /// `kiln eval <checkpoint or quantized file>`
+    async fn eval(args: &[String]) -> Result<()> {
+        let bytes = read_file(args.first(), "file")?;
+        only_options(&args[1..], &[], &[], "kiln eval <checkpoint or quantized file>")?;
+        let gpu = Gpu::new().await?;
+        // A quantized file says so in its metadata; anything else is read as a checkpoint.
+        let session = if kiln::mlx::is_quantized_file(&bytes) { Session::from_quantized(gpu, &bytes)? } else { Session::from_checkpoint(gpu, &bytes)? };
+        let eval = session.evaluate(true).await?;
+        match eval.accuracy {
+            Some(acc) => println!("validation at step {}: loss {:.4}, accuracy {:.1}%", session.step_count(), eval.loss, acc * 100.0),
+            None => println!("validation at step {}: mse {:.5}", session.step_count(), eval.loss),
+        }
+        if matches!(session.model(), ModelConfig::Llama(_)) {
+            let opts = GenerateOptions { max_tokens: 200, temperature: 0.0, ..GenerateOptions::default() };
+            // An empty prompt starts from a newline: every text (and sequence task) has one.
+            println!("greedy sample:\n{}", session.generate("", &opts).await?);
+        }
+        Ok(())
+    }
+
     async fn train(args: &[String]) -> Result<()> {
         let name = args.first().ok_or_else(|| KilnError::invalid("preset", "name one: see `kiln presets`"))?;
         let mut cfg = preset(name).ok_or_else(|| KilnError::invalid("preset", format!("unknown preset `{name}`; see `kiln presets`")))?;
@@ -148,7 +202,9 @@ mod cli {
         }
         if matches!(session.model(), ModelConfig::Llama(_)) {
             let opts = GenerateOptions { max_tokens: 300, seed: session.step_count(), ..GenerateOptions::default() };
-            println!("sample:\nAnd God said{}", session.generate("And God said", &opts).await?);
+            // Genesis starts from "And God said"; other texts (sequence tasks) from a newline.
+            let prompt = if session.data.corpus().is_some_and(|c| c.encode("And God said").is_ok()) { "And God said" } else { "" };
+            println!("sample:\n{prompt}{}", session.generate(prompt, &opts).await?);
         }
         let path = text_flag(args, "--save")?.map(str::to_string).unwrap_or_else(|| format!("{name}.safetensors"));
         std::fs::write(&path, session.save_checkpoint().await?).map_err(|e| KilnError::invalid("--save", format!("cannot write {path}: {e}")))?;

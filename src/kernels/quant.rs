@@ -12,10 +12,11 @@ use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
 
 pub const DEQUANTIZE: Kernel = Kernel { entry: "dequantize", family: F, bindings: &[R, RW] };
 pub const AFFINE_DEQUANTIZE: Kernel = Kernel { entry: "affine_dequantize", family: F, bindings: &[R, R, R, RW, U] };
+pub const AFFINE_DEQUANTIZE4: Kernel = Kernel { entry: "affine_dequantize4", family: F, bindings: &[R, R, R, RW, U] };
 pub const FP32_TO_FP16: Kernel = Kernel { entry: "fp32_to_fp16", family: F, bindings: &[R, RW] };
 pub const FP16_TO_FP32: Kernel = Kernel { entry: "fp16_to_fp32", family: F, bindings: &[R, RW] };
 
-pub const KERNELS: &[&Kernel] = &[&DEQUANTIZE, &AFFINE_DEQUANTIZE, &FP32_TO_FP16, &FP16_TO_FP32];
+pub const KERNELS: &[&Kernel] = &[&DEQUANTIZE, &AFFINE_DEQUANTIZE, &AFFINE_DEQUANTIZE4, &FP32_TO_FP16, &FP16_TO_FP32];
 
 /// Mirrors `AffineParams` in quant.wgsl (padded to 16 bytes).
 #[repr(C)]
@@ -35,18 +36,29 @@ pub fn dequantize(gpu: &Gpu, packed: &Tensor, out: &Tensor) -> Result<Op> {
 /// `packed` ceil(N/4) words, `scales` and `biases` ceil(N/group_size) each (the last group may
 /// be partial).
 pub fn affine_dequantize(gpu: &Gpu, packed: &Tensor, scales: &Tensor, biases: &Tensor, group_size: usize, out: &Tensor) -> Result<Op> {
+    affine_dequantize_bits(gpu, 8, packed, scales, biases, group_size, out)
+}
+
+/// `affine_dequantize` for 8-bit codes (4 per word) or 4-bit codes (8 per word, `packed`
+/// ceil(N/8) words).
+pub fn affine_dequantize_bits(gpu: &Gpu, bits: u32, packed: &Tensor, scales: &Tensor, biases: &Tensor, group_size: usize, out: &Tensor) -> Result<Op> {
     let n = out.len();
+    let (kernel, per_word) = match bits {
+        8 => (&AFFINE_DEQUANTIZE, 4),
+        4 => (&AFFINE_DEQUANTIZE4, 8),
+        _ => return Err(KilnError::invalid("bits", format!("must be 4 or 8, got {bits}"))),
+    };
     if group_size == 0 || group_size > u32::MAX as usize {
         return Err(KilnError::invalid("group_size", format!("must be in 1..=2^32-1, got {group_size}")));
     }
-    expect_len(packed, n.div_ceil(4), "packed u8 words (4 per word) for the output")?;
+    expect_len(packed, n.div_ceil(per_word), &format!("packed {bits}-bit codes ({per_word} per word) for the output"))?;
     let groups = n.div_ceil(group_size);
     let what = format!("one per group of group_size={group_size} over {n} values");
     expect_len(scales, groups, &what)?;
     expect_len(biases, groups, &what)?;
     let params = gpu.uniform("affine_dequantize params", &AffineParams { group_size: group_size as u32, _pad: [0; 3] });
     let args = [T(packed), T(scales), T(biases), T(out), Uni(&params)];
-    gpu.op(&AFFINE_DEQUANTIZE, &args, gpu.grid(groups_1d(n)))
+    gpu.op(kernel, &args, gpu.grid(groups_1d(n)))
 }
 
 /// Rounds N f32 values (bit patterns) to f16, round-to-nearest-even, packed into ceil(N/2)
@@ -75,6 +87,11 @@ pub mod reference {
     /// 2 halves per word, element 2w in the low half; a partial last word is zero-padded.
     pub fn pack_f16(halves: &[u16]) -> Vec<u32> {
         halves.chunks(2).map(|c| c[0] as u32 | (c.get(1).copied().unwrap_or(0) as u32) << 16).collect()
+    }
+
+    /// 8 four-bit codes per word, element 8w+n in bits 4n..4n+3; a partial last word is zero-padded.
+    pub fn pack_u4(codes: &[u8]) -> Vec<u32> {
+        codes.chunks(8).map(|c| c.iter().rev().fold(0u32, |w, &b| (w << 4) | (b & 0xF) as u32)).collect()
     }
 
     pub fn dequantize(bytes: &[u8]) -> Vec<f64> {

@@ -70,6 +70,7 @@ impl Layout {
     }
 }
 
+#[derive(Clone)]
 pub struct ParamStore {
     pub entries: Vec<ParamEntry>,
     /// (total) all parameters, padded so each tensor starts at a storage-offset boundary

@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use crate::error::{ensure, KilnError, Result};
 use crate::gpu::Op;
+use crate::model::params::ParamStore;
 use crate::session::Session;
 
 /// Scores of a whole split (up to `MAX_EVAL_TOKENS` tokens of text).
@@ -29,8 +30,13 @@ impl Session {
     /// Model outputs (rows, outputs) for a batch of `examples` inputs: (examples, input_dim) f32
     /// points for an MLP, (examples·context) u32 tokens for a Llama.
     pub async fn predict<T: bytemuck::Pod>(&self, examples: usize, inputs: &[T]) -> Result<Vec<f32>> {
+        self.predict_with(&self.params, examples, inputs).await
+    }
+
+    /// `predict` with these weights (the run's, or its quantized copy).
+    pub async fn predict_with<T: bytemuck::Pod>(&self, params: &ParamStore, examples: usize, inputs: &[T]) -> Result<Vec<f32>> {
         ensure(examples >= 1, "inputs", || "at least one example is needed".into())?;
-        let net = self.cfg.model.build(&self.gpu, &self.params, examples, false)?;
+        let net = self.cfg.model.build(&self.gpu, params, examples, false)?;
         self.gpu.write(&net.input, inputs)?;
         let ops: Vec<&Op> = net.forward.iter().collect();
         self.gpu.run(&ops)?;
@@ -48,29 +54,34 @@ impl Session {
     /// page evaluating while it trains keeps this near one training batch, so that an
     /// evaluation costs about a step even on a CPU adapter.
     pub async fn evaluate_up_to(&self, validation: bool, max_tokens: usize) -> Result<Evaluation> {
+        self.evaluate_with(&self.params, validation, max_tokens).await
+    }
+
+    /// `evaluate_up_to` with these weights (the run's, or its quantized copy).
+    pub async fn evaluate_with(&self, params: &ParamStore, validation: bool, max_tokens: usize) -> Result<Evaluation> {
         ensure((1..=MAX_EVAL_TOKENS).contains(&max_tokens), "maxTokens", || format!("must be 1..={MAX_EVAL_TOKENS}, got {max_tokens}"))?;
         let outputs = self.cfg.model.outputs();
         if let Some(set) = self.data.points(validation) {
             ensure(!set.is_empty(), "data", || "the split is empty".into())?;
-            let out = self.predict(set.len(), &set.inputs).await?;
+            let out = self.predict_with(params, set.len(), &set.inputs).await?;
             let e = if set.labels.is_empty() { mse(&out, &set.targets) } else { classify(&out, &set.labels, outputs) };
             return Ok(Evaluation { available: set.len(), ..e });
         }
         let (corpus, context) = (self.data.corpus().ok_or_else(|| KilnError::invalid("data", "text data expected"))?, self.cfg.model.rows_per_example());
         let most = max_tokens / context;
         let (x, y, windows) = corpus.windows(context, validation, most);
-        let out = self.predict_in_runs(windows, &x, self.cfg.batch).await?;
+        let out = self.predict_in_runs(params, windows, &x, self.cfg.batch).await?;
         let e = classify(&out, &y, outputs);
         Ok(Evaluation { available: corpus.range(validation).len() - 1, ..e })
     }
 
     /// `predict` for many examples through one net of `per_run` examples, run as often as needed
     /// (the last run padded with copies of the first example, whose outputs are dropped).
-    async fn predict_in_runs<T: bytemuck::Pod>(&self, examples: usize, inputs: &[T], per_run: usize) -> Result<Vec<f32>> {
+    async fn predict_in_runs<T: bytemuck::Pod>(&self, params: &ParamStore, examples: usize, inputs: &[T], per_run: usize) -> Result<Vec<f32>> {
         let per_run = per_run.clamp(1, examples.max(1));
         let stride = inputs.len() / examples.max(1);
         let row = self.cfg.model.rows_per_example() * self.cfg.model.outputs();
-        let net = self.cfg.model.build(&self.gpu, &self.params, per_run, false)?;
+        let net = self.cfg.model.build(&self.gpu, params, per_run, false)?;
         let ops: Vec<&Op> = net.forward.iter().collect();
         let mut out = Vec::with_capacity(examples * row);
         for first in (0..examples).step_by(per_run) {

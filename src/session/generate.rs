@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{ensure, KilnError, Result};
 use crate::gpu::Op;
+use crate::model::params::ParamStore;
 use crate::model::ModelConfig;
 use crate::rng::Rng;
 use crate::session::Session;
@@ -70,6 +71,11 @@ pub fn sample(logits: &[f32], temperature: f32, k: usize, rng: &mut Rng) -> usiz
 impl Session {
     /// Continues `prompt` by up to `opts.max_tokens` characters.
     pub async fn generate(&self, prompt: &str, opts: &GenerateOptions) -> Result<String> {
+        self.generate_with(&self.params, prompt, opts).await
+    }
+
+    /// `generate` from these weights (the run's, or its quantized copy).
+    pub async fn generate_with(&self, params: &ParamStore, prompt: &str, opts: &GenerateOptions) -> Result<String> {
         opts.validate()?;
         let ModelConfig::Llama(cfg) = &self.cfg.model else {
             return Err(KilnError::invalid("model", "text generation needs a Llama model"));
@@ -80,7 +86,7 @@ impl Session {
             tokens = corpus.encode("\n").unwrap_or_else(|_| vec![0]);
         }
         let prompt_len = tokens.len();
-        let net = self.cfg.model.build(&self.gpu, &self.params, 1, false)?;
+        let net = self.cfg.model.build(&self.gpu, params, 1, false)?;
         let ops: Vec<&Op> = net.forward.iter().collect();
         let mut rng = Rng::new(opts.seed);
         let (t, v) = (cfg.context, cfg.vocab);

@@ -14,6 +14,7 @@ pub mod generate;
 pub mod inspect;
 pub mod next_tokens;
 pub mod plane;
+pub mod quantize;
 mod recover;
 pub mod recovery;
 mod step;
@@ -75,6 +76,8 @@ pub struct Session {
     skipped_in_a_row: u64,
     /// In-memory snapshots of the whole state, for recovery from device loss.
     pub snapshots: Snapshots,
+    /// The quantized copy of the weights, once `quantize` has made one.
+    quantized: Option<quantize::Quantized>,
 }
 
 impl Session {
@@ -129,6 +132,7 @@ impl Session {
             skipped_steps: 0,
             skipped_in_a_row: 0,
             snapshots,
+            quantized: None,
         })
     }
 

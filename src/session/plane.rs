@@ -9,6 +9,7 @@ use serde::Serialize;
 use crate::error::{KilnError, Result};
 use crate::gpu::{Op, Tensor};
 use crate::model::mlp::MlpConfig;
+use crate::model::params::ParamStore;
 use crate::model::ModelConfig;
 use crate::session::Session;
 
@@ -44,8 +45,13 @@ pub struct NeuronOutputs {
 impl Session {
     /// Class probabilities (size, size, classes) on the grid, or the curve's predictions (size).
     pub async fn predict_grid(&self, size: usize, extent: f64) -> Result<Vec<f32>> {
+        self.predict_grid_with(&self.params, size, extent).await
+    }
+
+    /// `predict_grid` with these weights (the run's, or its quantized copy).
+    pub async fn predict_grid_with(&self, params: &ParamStore, size: usize, extent: f64) -> Result<Vec<f32>> {
         let (mlp, inputs) = self.plane(size, extent)?;
-        let out = self.predict(inputs.len() / mlp.input_dim, &inputs).await?;
+        let out = self.predict_with(params, inputs.len() / mlp.input_dim, &inputs).await?;
         Ok(if self.cfg.is_regression() { out } else { out.chunks_exact(mlp.output_dim).flat_map(softmax).collect() })
     }
 

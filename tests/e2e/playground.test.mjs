@@ -95,6 +95,39 @@ async function main() {
       await until(page, () => window.kilnPage.summary().info?.config?.optimizer?.lr === 0.02, null, 'lr back to 0.02', 60_000);
     });
 
+    await test("quantize: the copy's numbers and boundary beside the f32 model; its MLX file downloads and loads back", page, async () => {
+      await page.fill('#mlp-hidden', '64, 64');
+      await until(page, () => window.kilnPage.summary().info?.config?.model?.mlp?.hidden?.join() === '64,64', null, 'the 64-wide MLP', 60_000);
+      await page.click('#play');
+      await until(page, () => window.kilnPage.summary().step >= 30, null, '30 steps', 60_000);
+      await page.click('#pause');
+      await until(page, () => !window.kilnPage.summary().playing, null, 'pause', 20_000);
+      await page.selectOption('#q-bits', '4');
+      await page.selectOption('#q-group', '32');
+      await page.click('#q-run');
+      const q = await until(page, () => window.kilnPage.summary().quantized, null, 'the quantize report', 60_000);
+      // layer1 (64×64) and layer2 (2×64) split into groups of 32; layer0 (64×2) does not.
+      assert(q.bits === 4 && q.groupSize === 32 && q.quantized === 2 && q.shown === 'boundaries', JSON.stringify(q));
+      assert(Math.abs(q.copy.loss - q.full.loss) < 0.1 && q.copy.loss !== q.full.loss, `validation loss ${q.full.loss} → ${q.copy.loss}`);
+      assert((await canvasInk(page, '#q-quant')) > 5000 && (await canvasInk(page, '#q-full')) > 5000, 'both boundaries are drawn');
+      assert(/kept in f32: its rows hold 2 values/.test(await page.textContent('#q-table')), 'the table says why layer0 stays in f32');
+      const [dl] = await Promise.all([page.waitForEvent('download', { timeout: 30_000 }), page.click('#q-download')]);
+      const file = path.join(OUT, 'quantized-4bit.safetensors');
+      await dl.saveAs(file);
+      assert(/4bit-mlx\.safetensors$/.test(dl.suggestedFilename()), dl.suggestedFilename());
+      const runs = (await summary(page)).runs;
+      await page.setInputFiles('#q-load', file);
+      await until(page, (n) => window.kilnPage.summary().runs > n, runs, 'a run from the MLX file', 60_000);
+      assert(/quantized file/.test(await page.textContent('#preset-desc')) && (await page.inputValue('#mlp-hidden')).replace(/\s/g, '') === '64,64', "the form shows the file's model");
+      await page.click('#step');
+      await until(page, () => window.kilnPage.summary().step >= 1, null, 'the loaded run trains on', 30_000);
+      await page.setInputFiles('#q-load', { name: 'bad.safetensors', mimeType: 'application/octet-stream', buffer: Buffer.from('not a model') });
+      await until(page, () => /not a quantized model/.test(window.kilnPage.summary().error ?? ''), null, 'the bad-file message', 20_000);
+      await page.screenshot({ path: path.join(OUT, 'quantize.png'), fullPage: true });
+      await page.fill('#mlp-hidden', '16, 16');
+      await until(page, () => window.kilnPage.summary().info?.config?.model?.mlp?.hidden?.join() === '16,16', null, 'back to 16, 16', 60_000);
+    });
+
     await test('single step advances exactly one step', page, async () => {
       const s0 = (await summary(page)).step;
       await page.click('#step');
@@ -165,6 +198,13 @@ async function main() {
       const layers = (await summary(page)).inside.distributions;
       assert(layers.samples >= 2, "the Llama's distributions are sampled too");
       assert(/residual stream/.test(await page.textContent('#act-note')), 'the activation chart shows each block output');
+      // A Llama quantizes too: its greedy text beside the f32 model's.
+      await page.selectOption('#q-bits', '8');
+      await page.selectOption('#q-group', '32');
+      await page.click('#q-run');
+      const q = await until(page, () => window.kilnPage.summary().quantized, null, 'the Llama quantize report', 60_000);
+      assert(q.quantized === 7 && q.shown === 'samples', `every matrix of rows of 32 is quantized: ${JSON.stringify(q)}`);
+      assert((await page.textContent('#q-sample-quant')).startsWith(s.prompt) && (await page.isVisible('#q-samples')), 'the quantized sample is shown');
     });
 
     await test('bad config (heads not dividing d_model) shows the error and the page keeps working', page, async () => {

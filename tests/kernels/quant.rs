@@ -34,6 +34,15 @@ async fn dequantize(gpu: &Gpu, c: &mut Checks) {
         let want = reference::affine_dequantize(&bytes, &s64, &b64, group);
         c.close("affine_dequantize", &format!("n={n} group={group}"), &read(gpu, &out).await, &want, AFFINE_ATOL, 0.0);
 
+        // 4-bit codes, eight per word (the reference formula is the same over codes 0..=15).
+        let codes: Vec<u8> = bytes.iter().map(|b| b & 0xF).collect();
+        let packed4 = gpu.tensor_from("packed4", &[n.div_ceil(8)], &reference::pack_u4(&codes)).unwrap();
+        gpu.run(&[&q::affine_dequantize_bits(gpu, 4, &packed4, &scales, &biases, group, &out).unwrap()]).unwrap();
+        let want4 = reference::affine_dequantize(&codes, &s64, &b64, group);
+        c.close("affine_dequantize4", &format!("n={n} group={group}"), &read(gpu, &out).await, &want4, AFFINE_ATOL, 0.0);
+        let err = q::affine_dequantize_bits(gpu, 4, &packed, &scales, &biases, group, &out).err();
+        assert!(matches!(err, Some(KilnError::InvalidInput { ref message, .. }) if message.contains("4-bit")), "8-bit words as 4-bit codes: {err:?}");
+
         // Bad group sizes are errors naming the field, not panics or out-of-bounds reads.
         let err = q::affine_dequantize(gpu, &packed, &scales, &biases, 0, &out).err();
         assert!(matches!(err, Some(KilnError::InvalidInput { ref field, .. }) if field == "group_size"), "{err:?}");

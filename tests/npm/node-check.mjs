@@ -195,6 +195,29 @@ await check('look inside an MLP: neuronOutputs and inspect', async () => {
   await rejects(run.attentionMaps('x'), 'Llama', 'attention maps of an MLP');
 });
 
+await check('quantize: the copy scores, predicts and reloads from its MLX file; the run keeps its weights', async () => {
+  const r = await Kiln.create({ model: { mlp: { input_dim: 2, hidden: [64], output_dim: 2, activation: 'tanh' } }, data: { points: { task: 'circles', points: 300, noise: 0.05, validation_fraction: 0.2 } }, batch: 64, seed: 2 });
+  await r.train({ steps: 30 });
+  const before = await r.evaluate();
+  const rep = await r.quantize({ bits: 4, groupSize: 32 });
+  const by = (n) => rep.tensors.find((t) => t.name === n);
+  assert(by('layer1.weight').quantized && !by('layer0.weight').quantized && /group size 32/.test(by('layer0.weight').keptBecause), JSON.stringify(rep.tensors.map((t) => [t.name, t.quantized])));
+  assert(rep.bytesAfter < rep.bytesBefore && by('layer1.weight').relativeError > 0, `${rep.bytesBefore} → ${rep.bytesAfter}`);
+  assert(rep.full.loss === before.loss && (await r.evaluate()).loss === before.loss, 'the run keeps its own weights');
+  assert((await r.evaluate({ quantized: true })).loss === rep.quantized.loss, 'evaluate({quantized}) scores the copy');
+  const g = await r.predictGrid({ size: 4, quantized: true });
+  assert(g.values.length === 32, 'the copy predicts the grid');
+  const bytes = await r.saveQuantized();
+  const back = await Kiln.fromQuantized(bytes);
+  assert((await back.evaluate()).loss === rep.quantized.loss && back.info.config.model.mlp.hidden[0] === 64, 'the MLX file reloads as the copy');
+  await failsWith(() => r.quantize({ bits: 3 }), 'invalid-input', 'bits', 'bits 3');
+  await rejects(r.quantize({ group: 64 }), 'group', 'an unknown option');
+  await failsWith(() => Kiln.fromQuantized(new Uint8Array(16)), 'bad-checkpoint', 'checkpoint', 'a file that is not one');
+  await failsWith(() => back.evaluate({ quantized: 'yes' }), 'invalid-input', 'quantized', 'quantized must be a boolean');
+  await back.dispose();
+  await r.dispose();
+});
+
 await check('save, load and fromCheckpoint restore the run exactly', async () => {
   const bytes = await run.save();
   const saved = await run.weights();

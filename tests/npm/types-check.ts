@@ -1,7 +1,7 @@
 // Compiled with `tsc --noEmit --strict` against the installed kiln-gpu: the declarations must
 // accept the documented uses and reject the wrong ones (each @ts-expect-error must be needed).
 import { init, Kiln, presets, preset, validateConfig, adapterInfo, shareConfig, openShared, readCheckpoint, parsePoints } from 'kiln-gpu';
-import type { SessionConfig, StepMetrics, MetricsEvent, PredictGrid, DatasetPreview, WeightTensor, UpdateRatio, Evaluation, RunInfo, FullSessionConfig, KilnError, ErrorCode, Shared, CheckpointInfo, Recovered, NeuronOutputs, AttentionMaps, Inspection } from 'kiln-gpu';
+import type { SessionConfig, StepMetrics, MetricsEvent, PredictGrid, DatasetPreview, WeightTensor, UpdateRatio, Evaluation, RunInfo, FullSessionConfig, KilnError, ErrorCode, Shared, CheckpointInfo, Recovered, NeuronOutputs, AttentionMaps, Inspection, QuantizeReport } from 'kiln-gpu';
 
 export async function documented(gpu: { requestAdapter(options?: object): Promise<object | null> }): Promise<void> {
   await init({ gpu, wasm: new URL('https://example.com/kiln_wasm_bg.wasm') });
@@ -64,6 +64,13 @@ export async function documented(gpu: { requestAdapter(options?: object): Promis
   const firstHidden: number[] = neurons.layers[1].values;
   const maps: AttentionMaps = await run.attentionMaps('In the');
   const inside: Inspection = await run.inspect({ bins: 16 });
+  const report: QuantizeReport = await run.quantize({ bits: 4, groupSize: 32 });
+  const kept: string | null = report.tensors[0].keptBecause;
+  const mlx: Uint8Array = await run.saveQuantized();
+  const fromMlx: Kiln = await Kiln.fromQuantized(mlx);
+  const grid: PredictGrid = await fromMlx.predictGrid({ quantized: true });
+  // @ts-expect-error: bits is a number
+  await run.quantize({ bits: '8' });
   const gradRms: number = inside.layers[0].gradRms;
   const activation: number | undefined = inside.layers[0].activation?.rms;
   // @ts-expect-error: bins is a number

@@ -96,12 +96,13 @@ export function wireFiles({ plot, send, showError, showNote, apply, cancelApply 
 }
 
 /** Saves checkpoint bytes as a .safetensors download named after the preset and step. */
-export function download(bytes, step) {
+/** Saves `bytes` as `<preset>-<label>.safetensors` (label: `step<N>` by default). */
+export function download(bytes, step, label = `step${step}`) {
   const blob = new Blob([bytes], { type: 'application/octet-stream' });
   const a = document.createElement('a');
   a.href = URL.createObjectURL(blob);
   const name = $('preset').value || 'kiln';
-  a.download = `${name}-step${step}.safetensors`;
+  a.download = `${name}-${label}.safetensors`;
   document.body.append(a);
   a.click();
   a.remove();

@@ -25,6 +25,12 @@ export const ToWorker = Object.freeze({
   openLink: 'open-link',
   /** {text}: parse your own points from CSV (answered by `points`). */
   parseCsv: 'parse-csv',
+  /** {options: QuantizeOptions}: quantize the weights into a copy (answered by `quantized`). */
+  quantize: 'quantize',
+  /** The quantized copy as an MLX file (answered by `saved` with purpose 'quantized'). */
+  saveQuantized: 'save-quantized',
+  /** {bytes}: an MLX file Kiln wrote: a new run from it (answered by `created`, origin 'quantized'). */
+  loadQuantized: 'load-quantized',
   /** Destroy the GPU device, as a driver reset would: for testing recovery. */
   loseDevice: 'lose-device',
 });
@@ -35,7 +41,7 @@ export const ToPage = Object.freeze({
   ready: 'ready',
   /** {message}: WebGPU exists but Kiln cannot start on it. */
   nogpu: 'nogpu',
-  /** {info: RunInfo, dataset: DatasetPreview, config, origin: 'form'|'checkpoint', share: Shared & {error?}} */
+  /** {info: RunInfo, dataset: DatasetPreview, config, origin: 'form'|'checkpoint'|'quantized', share: Shared & {error?}} */
   created: 'created',
   /** {op, message, code, field}: `op` says which request failed; `code` is the KilnError code. */
   error: 'error',
@@ -60,6 +66,8 @@ export const ToPage = Object.freeze({
   recovered: 'recovered',
   /** {config}: the config of a link opened after start-up. */
   link: 'link',
+  /** {report: QuantizeReport, grids?: {full, quantized}, samples?: {prompt, full, quantized}} */
+  quantized: 'quantized',
   /** {points: ClassSplit | RegressionSplit}: your CSV, parsed. */
   points: 'points',
 });
