@@ -377,3 +377,5 @@ state: string,
 dropped: string | null, };
 
 export type CheckpointInfo = { config: SessionConfig, step: number, };
+
+export type CheckpointDtype = "f32" | "f16";

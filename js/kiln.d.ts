@@ -38,7 +38,7 @@ export function init(options?: InitOptions): Promise<void>;
 
 import type {
   SessionConfig, OptimConfig, PresetInfo, AdapterSummary, RunInfo, Evaluation, UpdateRatio, Recovered,
-  GenerateOptions, Shared, CheckpointInfo, ErrorCode, PositionGuesses, NeuronOutputs, AttentionMaps, Inspection, QuantizeOptions, QuantizeReport,
+  GenerateOptions, Shared, CheckpointInfo, ErrorCode, PositionGuesses, NeuronOutputs, AttentionMaps, Inspection, QuantizeOptions, QuantizeReport, CheckpointDtype,
 } from './kiln-types.js';
 export type * from './kiln-types.js';
 
@@ -271,7 +271,7 @@ export declare class Kiln {
   /** The quantized copy as an MLX-layout safetensors file (read back by `Kiln.fromQuantized`). */
   saveQuantized(): Promise<Uint8Array>;
   /** A safetensors checkpoint (weights, optimizer state, config, step, sampler state). */
-  save(): Promise<Uint8Array>;
+  save(options?: { dtype?: CheckpointDtype }): Promise<Uint8Array>;
   /**
    * Snapshot the whole state in memory, for recovery from device loss, at most every `steps`
    * steps (0..=1e9; 0 turns snapshots off; default 100, more for models over a million parameters). In the browser a snapshot is taken

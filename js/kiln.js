@@ -360,9 +360,15 @@ export class Kiln {
     return this.#enqueue(async (s) => s.quantizedFile());
   }
 
-  /** A safetensors checkpoint: weights, optimizer state, config, step and sampler state. */
-  save() {
-    return this.#enqueue((s) => s.save());
+  /** A safetensors checkpoint: weights, optimizer state, config, step and sampler state; `{ dtype: 'f16' }` halves the file. */
+  save(options = {}) {
+    let dtype;
+    try {
+      dtype = checkKeys(options, ['dtype'], 'save').dtype; // 'f32' | 'f16', checked by Rust
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return this.#enqueue((s) => s.save(dtype));
   }
 
   /** Restores a checkpoint of the same model (from `save()`); on error the run is unchanged. */

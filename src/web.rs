@@ -17,6 +17,7 @@ use crate::gpu::Gpu;
 use crate::param_layout::{layout, TensorSlot, UpdateRatio};
 use crate::presets::{preset as preset_config, PRESETS};
 use crate::quantize::QuantizeOptions;
+use crate::session::checkpoint::CheckpointDtype;
 use crate::session::generate::GenerateOptions;
 use crate::session::{Session, METRIC_SLOTS};
 
@@ -341,8 +342,15 @@ impl WebSession {
     }
 
     /// A safetensors checkpoint: weights, optimizer state, config, step, sampler state.
-    pub async fn save(&self) -> Result<Uint8Array, JsValue> {
-        let bytes = self.session.save_checkpoint().await.map_err(js_error)?;
+    /// `dtype`: a `CheckpointDtype` ('f32', the default, or 'f16': half the file; see
+    /// session/checkpoint.rs).
+    pub async fn save(&self, dtype: JsValue) -> Result<Uint8Array, JsValue> {
+        let dtype: CheckpointDtype = if dtype.is_undefined() {
+            CheckpointDtype::F32
+        } else {
+            crate::parse::from_json(&object_json(&dtype, "dtype").map_err(js_error)?, "dtype").map_err(js_error)?
+        };
+        let bytes = self.session.save_checkpoint_as(dtype).await.map_err(js_error)?;
         Ok(Uint8Array::from(bytes.as_slice()))
     }
 

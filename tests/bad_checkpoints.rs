@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use kiln::presets::preset;
+use kiln::session::checkpoint::CheckpointDtype;
 use kiln::session::Session;
 use kiln::Gpu;
 
@@ -31,9 +32,15 @@ fn join(header: &str, data: &[u8]) -> Vec<u8> {
     out
 }
 
-/// (file name, bytes, text the error must contain)
-fn cases(good: &[u8]) -> Vec<(&'static str, Vec<u8>, &'static str)> {
+/// (file name, bytes, text the error must contain); `good16` is the same run saved as F16.
+fn cases(good: &[u8], good16: &[u8]) -> Vec<(&'static str, Vec<u8>, &'static str)> {
     let (header, data) = split(good);
+    let (header16, mut data16) = split(good16);
+    // F32 tensors in a file whose metadata says f16, an unknown dtype, a NaN half (0x7E00).
+    let f32_as_f16 = header.replacen("\"dtype\":\"f32\"", "\"dtype\":\"f16\"", 1);
+    assert_ne!(f32_as_f16, header, "the metadata names the dtype");
+    let f8 = header16.replacen("\"dtype\":\"f16\"", "\"dtype\":\"f8\"", 1);
+    data16[..2].copy_from_slice(&[0x00, 0x7E]);
     let zero = "\"data_offsets\":[0,";
     let first_offsets = header.find(zero).expect("a tensor at offset 0");
     let mut overlap = header.clone();
@@ -63,6 +70,10 @@ fn cases(good: &[u8]) -> Vec<(&'static str, Vec<u8>, &'static str)> {
         ("trailing_bytes.safetensors", trailing, "safetensors"),
         ("not_a_kiln_checkpoint.safetensors", join(&not_kiln, &data), "format"),
         ("truncated.safetensors", good[..good.len() / 2].to_vec(), "safetensors"),
+        ("f16_metadata_f32_tensors.safetensors", join(&f32_as_f16, &data), "this F16 checkpoint stores F16"),
+        ("f16_unknown_dtype.safetensors", join(&f8, &split(good16).1), "`dtype` must be `f32` or `f16`"),
+        ("f16_nan.safetensors", join(&header16, &data16), "non-finite"),
+        ("f16_truncated.safetensors", good16[..good16.len() * 3 / 4].to_vec(), "safetensors"),
     ]
 }
 
@@ -70,20 +81,24 @@ fn cases(good: &[u8]) -> Vec<(&'static str, Vec<u8>, &'static str)> {
 fn every_bad_file_is_rejected_with_its_own_message() {
     let mut s = session("mlp-spiral");
     let good = pollster::block_on(s.save_checkpoint()).unwrap();
+    let good16 = pollster::block_on(s.save_checkpoint_as(CheckpointDtype::F16)).unwrap();
     let dir = corpus_dir();
     if std::env::var_os("KILN_WRITE_CORPUS").is_some() {
         std::fs::create_dir_all(&dir).unwrap();
-        for (name, bytes, _) in cases(&good) {
+        for (name, bytes, _) in cases(&good, &good16) {
             std::fs::write(dir.join(name), bytes).unwrap();
         }
         let xor = pollster::block_on(session("mlp-xor").save_checkpoint()).unwrap();
         std::fs::write(dir.join("other_model.safetensors"), xor).unwrap();
+        let circles = pollster::block_on(session("mlp-circles").save_checkpoint_as(CheckpointDtype::F16)).unwrap();
+        std::fs::write(dir.join("f16_other_model.safetensors"), circles).unwrap();
     }
     s.train(2).unwrap();
     let before = pollster::block_on(s.gpu.read_u32(&s.params.weights)).unwrap();
     let mut messages = std::collections::BTreeSet::new();
-    let mut expected: Vec<(&str, &str)> = cases(&good).into_iter().map(|(n, _, e)| (n, e)).collect();
+    let mut expected: Vec<(&str, &str)> = cases(&good, &good16).into_iter().map(|(n, _, e)| (n, e)).collect();
     expected.push(("other_model.safetensors", "different model"));
+    expected.push(("f16_other_model.safetensors", "different model"));
     for (name, expect) in expected {
         let bytes = std::fs::read(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e} (regenerate with KILN_WRITE_CORPUS=1)"));
         let err = s.load_checkpoint(&bytes).expect_err(name).to_string();

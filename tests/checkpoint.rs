@@ -3,6 +3,7 @@
 //! mismatched file is rejected with a clear error while the running model stays untouched.
 
 use kiln::presets::preset;
+use kiln::session::checkpoint::{header, CheckpointDtype};
 use kiln::session::Session;
 use kiln::Gpu;
 use safetensors::SafeTensors;
@@ -87,5 +88,38 @@ fn bad_files_are_rejected_and_leave_the_model_untouched() {
         other.load_checkpoint(&good).expect_err("a spiral checkpoint into an XOR model");
         s.load_checkpoint(&good).unwrap();
         assert_eq!(s.step_count(), 5);
+    });
+}
+
+/// |a − b| within f16's rounding of a: half an ulp of 11 significant bits (2^-11 relative), or
+/// half the smallest subnormal (2^-25) near zero.
+fn within_f16(a: f32, b: f32, scale: f32) -> bool {
+    (a - b).abs() <= scale * (a.abs() * 2f32.powi(-11) + 2f32.powi(-25))
+}
+
+#[test]
+fn an_f16_checkpoint_is_half_the_file_and_training_goes_on_from_it() {
+    pollster::block_on(async {
+        let mut a = session("llama-tiny");
+        a.train(3).unwrap();
+        let (full, half) = (a.save_checkpoint().await.unwrap(), a.save_checkpoint_as(CheckpointDtype::F16).await.unwrap());
+        println!("f32 checkpoint {} bytes, f16 {} bytes", full.len(), half.len());
+        assert!(half.len() * 100 < full.len() * 52, "f16 {} bytes against f32 {}", half.len(), full.len());
+        assert_eq!(header(&half).unwrap().step, 3);
+        let b = Session::from_checkpoint(Gpu::new().await.unwrap(), &half).unwrap();
+        let read = |s: &Session, t: &kiln::Tensor| pollster::block_on(s.gpu.read_f32(t)).unwrap();
+        let pairs = [(&a.params.weights, &b.params.weights, 1.0), (&a.params.m, &b.params.m, 1.0), (&a.params.v, &b.params.v, 1.01)];
+        for (i, (x, y, scale)) in pairs.into_iter().enumerate() {
+            let (x, y) = (read(&a, x), read(&b, y));
+            // v is stored as f16(sqrt(v)): compare the square roots, within one f16 rounding (and f32's).
+            let bad = x.iter().zip(&y).filter(|(p, q)| !within_f16(if i == 2 { p.sqrt() } else { **p }, if i == 2 { q.sqrt() } else { **q }, scale)).count();
+            assert_eq!(bad, 0, "buffer {i}: {bad} values off by more than f16 rounding");
+        }
+        let mut b = b;
+        a.train(5).unwrap();
+        b.train(5).unwrap();
+        let (la, lb) = (a.read_metrics().await.unwrap(), b.read_metrics().await.unwrap());
+        let (la, lb) = (la.last().unwrap().loss, lb.last().unwrap().loss);
+        assert!(lb.is_finite() && (la - lb).abs() < 0.01 * la, "after 5 more steps: f32 {la}, from f16 {lb}");
     });
 }

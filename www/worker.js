@@ -240,10 +240,10 @@ async function singleStep() {
 }
 
 /** A checkpoint for the page: to download, or (`purpose` 'keep') to keep with the run's record. */
-async function save(purpose, id) {
+async function save(purpose, id, dtype = 'f32') {
   if (!run) return;
   try {
-    const bytes = await exclusive(() => run.save());
+    const bytes = await exclusive(() => run.save({ dtype }));
     post({ type: ToPage.saved, bytes, step, purpose, id }, [bytes.buffer]);
   } catch (e) {
     postError('save', e);
@@ -345,7 +345,7 @@ self.onmessage = (e) => {
     }
     case ToWorker.refresh: if (!playing) snapshot({ force: true }); break;
     case ToWorker.sample: if (run && isLlama()) exclusive(() => sample(generation)); break;
-    case ToWorker.save: save(m.purpose, m.id); break;
+    case ToWorker.save: save(m.purpose, m.id, m.dtype); break;
     case ToWorker.load: load(m.bytes); break;
     case ToWorker.openLink: {
       const linked = openLink(m.hash);

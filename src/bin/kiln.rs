@@ -1,9 +1,11 @@
 //! `kiln`: the native command line.
 //!   kiln info                      the GPU adapter Kiln trains on
 //!   kiln presets                   the presets `train` accepts
-//!   kiln train <preset> [--steps N] [--seed S] [--save FILE] [--resume FILE]
+//!   kiln train <preset> [--steps N] [--seed S] [--save FILE] [--f16] [--resume FILE]
 //!   kiln quantize <checkpoint> [--bits 8|4] [--group 32|64|128] [--out FILE]
 //!   kiln eval <checkpoint or quantized file>   validation loss (and a sample for a Llama)
+//!   kiln export <checkpoint> --to DIR          a Llama as a Hugging Face LlamaForCausalLM folder
+//!   kiln import DIR [--save FILE]              such a folder (trained on anywhere) as a checkpoint
 
 #[cfg(not(target_arch = "wasm32"))]
 mod cli {
@@ -14,6 +16,7 @@ mod cli {
     use kiln::model::ModelConfig;
     use kiln::presets::{preset, PRESETS};
     use kiln::quantize::QuantizeOptions;
+    use kiln::session::checkpoint::CheckpointDtype;
     use kiln::session::generate::GenerateOptions;
     use kiln::session::Session;
     use kiln::{Gpu, KilnError, Result};
@@ -28,15 +31,17 @@ mod cli {
             }
             Some("config") => config(args.get(1).map(String::as_str)),
             Some("-h" | "--help" | "help") => {
-                println!("kiln info | kiln presets | kiln train <preset> [--steps N] [--seed S] [--save FILE] [--resume FILE] | kiln quantize <checkpoint> [--bits 8|4] [--group 32|64|128] [--out FILE] | kiln eval <file> | kiln bench [--quick] [--seconds S] [--json FILE]");
+                println!("kiln info | kiln presets | kiln train <preset> [--steps N] [--seed S] [--save FILE] [--f16] [--resume FILE] | kiln quantize <checkpoint> [--bits 8|4] [--group 32|64|128] [--out FILE] | kiln eval <file> | kiln export <checkpoint> --to DIR | kiln import DIR [--save FILE] | kiln bench [--quick] [--seconds S] [--json FILE]");
                 Ok(())
             }
             Some("train") => pollster::block_on(train(&args[1..])),
             Some("bench") => bench(&args[1..]),
             Some("quantize") => pollster::block_on(quantize(&args[1..])),
             Some("eval") => pollster::block_on(eval(&args[1..])),
+            Some("export") => pollster::block_on(export(&args[1..])),
+            Some("import") => pollster::block_on(import(&args[1..])),
             _ => {
-                eprintln!("usage: kiln info | kiln presets | kiln train <preset> [--steps N] [--seed S] [--save FILE] [--resume FILE] | kiln quantize <checkpoint> [--bits 8|4] [--group 32|64|128] [--out FILE] | kiln eval <file> | kiln bench [--quick] [--seconds S] [--json FILE]");
+                eprintln!("usage: kiln info | kiln presets | kiln train <preset> [--steps N] [--seed S] [--save FILE] [--f16] [--resume FILE] | kiln quantize <checkpoint> [--bits 8|4] [--group 32|64|128] [--out FILE] | kiln eval <file> | kiln export <checkpoint> --to DIR | kiln import DIR [--save FILE] | kiln bench [--quick] [--seconds S] [--json FILE]");
                 return ExitCode::from(2);
             }
         };
@@ -156,14 +161,78 @@ mod cli {
         Ok(())
     }
 
+    /// `kiln export <checkpoint> --to DIR`: the Hugging Face folder, plus kiln_reference.json
+    /// (Kiln's own logits and greedy text for three prompts, to check the folder against).
+    async fn export(args: &[String]) -> Result<()> {
+        let bytes = read_file(args.first(), "checkpoint")?;
+        only_options(&args[1..], &[], &["--to"], "kiln export <checkpoint> --to DIR")?;
+        let dir = text_flag(args, "--to")?.ok_or_else(|| KilnError::invalid("--to", "name the folder to write"))?;
+        let session = Session::from_checkpoint(Gpu::new().await?, &bytes)?;
+        let mut files = session.export_hf().await?;
+        files.push(("kiln_reference.json", serde_json::to_vec(&reference(&session).await?).map_err(|e| KilnError::Gpu(e.to_string()))?));
+        std::fs::create_dir_all(dir).map_err(|e| KilnError::invalid("--to", format!("cannot create {dir}: {e}")))?;
+        for (name, data) in &files {
+            let path = std::path::Path::new(dir).join(name);
+            std::fs::write(&path, data).map_err(|e| KilnError::invalid("--to", format!("cannot write {}: {e}", path.display())))?;
+            println!("{:>10} bytes  {}", data.len(), path.display());
+        }
+        println!("load it with: AutoModelForCausalLM.from_pretrained({dir:?}), AutoTokenizer.from_pretrained({dir:?})");
+        Ok(())
+    }
+
+    /// `kiln import DIR [--save FILE]`: a Hugging Face folder as a Kiln checkpoint (scored first).
+    async fn import(args: &[String]) -> Result<()> {
+        let dir = args.first().ok_or_else(|| KilnError::invalid("folder", "name the folder to import"))?;
+        only_options(&args[1..], &[], &["--save"], "kiln import DIR [--save FILE]")?;
+        let mut files = std::collections::HashMap::new();
+        for name in ["config.json", "model.safetensors", "tokenizer.json"] {
+            if let Ok(bytes) = std::fs::read(std::path::Path::new(dir).join(name)) {
+                files.insert(name.to_string(), bytes);
+            }
+        }
+        let session = Session::from_hf(Gpu::new().await?, &files)?;
+        let eval = session.evaluate(true).await?;
+        println!(
+            "imported at step {}: validation loss {:.4}{}",
+            session.step_count(),
+            eval.loss,
+            eval.accuracy.map_or(String::new(), |a| format!(", accuracy {:.1}%", a * 100.0))
+        );
+        let path = text_flag(args, "--save")?.map(str::to_string).unwrap_or_else(|| "imported.safetensors".into());
+        std::fs::write(&path, session.save_checkpoint().await?).map_err(|e| KilnError::invalid("--save", format!("cannot write {path}: {e}")))?;
+        println!("checkpoint: {path} (train on with `kiln train <preset> --resume {path}`, or load it in the page)");
+        Ok(())
+    }
+
+    /// Three prompts from the text (its start, its middle, the validation split's start): their
+    /// tokens, Kiln's logits at every position, and Kiln's greedy continuation.
+    async fn reference(s: &Session) -> Result<serde_json::Value> {
+        let corpus = s.data.corpus().ok_or_else(|| KilnError::invalid("data", "text expected"))?;
+        let context = s.model().rows_per_example();
+        let (n, gen) = ((context / 3).clamp(1, 24), (context - (context / 3).clamp(1, 24)).min(32));
+        let mut cases = vec![];
+        for start in [0, corpus.tokens.len() / 2, corpus.split] {
+            let tokens = &corpus.tokens[start.min(corpus.tokens.len() - n)..][..n];
+            let mut window = tokens.to_vec();
+            window.resize(context, 0);
+            let logits = s.predict(1, &window).await?;
+            let v = logits.len() / context;
+            let rows: Vec<&[f32]> = logits.chunks_exact(v).take(n).collect();
+            let prompt = corpus.decode(tokens);
+            let greedy = s.generate(&prompt, &GenerateOptions { max_tokens: gen, temperature: 0.0, top_k: 1, seed: 0 }).await?;
+            cases.push(serde_json::json!({ "prompt": prompt, "tokens": tokens, "logits": rows, "greedy": greedy }));
+        }
+        Ok(serde_json::json!({ "prompts": cases }))
+    }
+
     async fn train(args: &[String]) -> Result<()> {
         let name = args.first().ok_or_else(|| KilnError::invalid("preset", "name one: see `kiln presets`"))?;
         let mut cfg = preset(name).ok_or_else(|| KilnError::invalid("preset", format!("unknown preset `{name}`; see `kiln presets`")))?;
         only_options(
             &args[1..],
-            &[],
+            &["--f16"],
             &["--steps", "--seed", "--save", "--resume"],
-            "kiln train <preset> [--steps N] [--seed S] [--save FILE] [--resume FILE]",
+            "kiln train <preset> [--steps N] [--seed S] [--save FILE] [--f16] [--resume FILE]",
         )?;
         let steps = flag(args, "--steps", 2000)?;
         cfg.seed = flag(args, "--seed", cfg.seed)?;
@@ -207,7 +276,8 @@ mod cli {
             println!("sample:\n{prompt}{}", session.generate(prompt, &opts).await?);
         }
         let path = text_flag(args, "--save")?.map(str::to_string).unwrap_or_else(|| format!("{name}.safetensors"));
-        std::fs::write(&path, session.save_checkpoint().await?).map_err(|e| KilnError::invalid("--save", format!("cannot write {path}: {e}")))?;
+        let dtype = if args.iter().any(|a| a == "--f16") { CheckpointDtype::F16 } else { CheckpointDtype::F32 };
+        std::fs::write(&path, session.save_checkpoint_as(dtype).await?).map_err(|e| KilnError::invalid("--save", format!("cannot write {path}: {e}")))?;
         println!("checkpoint: {path} (resume with --resume {path})");
         Ok(())
     }

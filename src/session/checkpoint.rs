@@ -2,6 +2,14 @@
 //! `optimizer.m.<name>` / `optimizer.v.<name>`, and in the metadata the config (JSON), the step
 //! and the data sampler's state, so a loaded run continues exactly as it would have. Loading
 //! validates the whole file before touching the running model.
+//!
+//! An F16 checkpoint (metadata `dtype` "f16", half the file) holds every tensor as F16, cast on
+//! the GPU by the seed's `fp32_to_fp16`. AdamW's second moment v ≈ g² falls below f16's
+//! smallest value (6e-8) for gradients under 2.4e-4, and a v read back as 0 would make the next
+//! update m / eps; so the file stores sqrt(v) (`optimizer.sqrt_v.<name>`, in the gradients'
+//! own range) and loading squares it. Loading widens F16 on the CPU with the exact conversion
+//! (every f16 is an f32; it matches the GPU's `fp16_to_fp32` bit for bit, kernel tests), since
+//! the whole file is checked, and kept as the recovery snapshot, before the model changes.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -11,7 +19,8 @@ use safetensors::SafeTensors;
 
 use crate::config::SessionConfig;
 use crate::error::{KilnError, Result};
-use crate::gpu::Gpu;
+use crate::gpu::{Gpu, Tensor};
+use crate::kernels::quant::{fp32_to_fp16, reference::f16_to_f32};
 use crate::model::params::Layout;
 use crate::model::ModelConfig;
 use crate::session::recovery::Snapshot;
@@ -25,25 +34,53 @@ fn bad(message: impl Into<String>) -> KilnError {
     KilnError::BadCheckpoint(message.into())
 }
 
+/// How a checkpoint stores its numbers (JS: `save({ dtype: 'f16' })`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "lowercase")]
+pub enum CheckpointDtype {
+    /// Exact: a loaded run continues bit for bit.
+    #[default]
+    F32,
+    /// Half the file; weights rounded to f16 (about 3 significant digits).
+    F16,
+}
+
+/// The tensor-name prefixes of the three flat buffers in a file of `dtype`.
+fn prefixes(dtype: CheckpointDtype) -> [&'static str; 3] {
+    match dtype {
+        CheckpointDtype::F32 => ["", "optimizer.m.", "optimizer.v."],
+        CheckpointDtype::F16 => ["", "optimizer.m.", "optimizer.sqrt_v."],
+    }
+}
+
 impl Session {
-    /// Serializes weights, optimizer state, config, step and sampler state.
+    /// Serializes weights, optimizer state, config, step and sampler state, in f32.
     pub async fn save_checkpoint(&self) -> Result<Vec<u8>> {
-        let flat = [
-            ("", self.gpu.read_f32(&self.params.weights).await?),
-            ("optimizer.m.", self.gpu.read_f32(&self.params.m).await?),
-            ("optimizer.v.", self.gpu.read_f32(&self.params.v).await?),
-        ];
+        self.save_checkpoint_as(CheckpointDtype::F32).await
+    }
+
+    /// `save_checkpoint` in f32, or in f16 (half the file; see the module notes).
+    pub async fn save_checkpoint_as(&self, dtype: CheckpointDtype) -> Result<Vec<u8>> {
+        let flat: [Vec<u8>; 3] = match dtype {
+            CheckpointDtype::F32 => {
+                self.gpu.read_many(&[&self.params.weights, &self.params.m, &self.params.v]).await?.try_into().map_err(|_| bad("readback"))?
+            }
+            CheckpointDtype::F16 => self.halves().await?,
+        };
+        let (width, kind) = match dtype {
+            CheckpointDtype::F32 => (4, Dtype::F32),
+            CheckpointDtype::F16 => (2, Dtype::F16),
+        };
         let mut names = vec![];
-        for (prefix, values) in &flat {
+        for (prefix, bytes) in prefixes(dtype).iter().zip(&flat) {
             for e in &self.params.entries {
-                let len: usize = e.spec.shape.iter().product();
-                let bytes: &[u8] = bytemuck::cast_slice(&values[e.offset..e.offset + len]);
-                names.push((format!("{prefix}{}", e.spec.name), e.spec.shape.clone(), bytes));
+                names.push((format!("{prefix}{}", e.spec.name), e.spec.shape.clone(), &bytes[width * e.offset..width * (e.offset + e.elements())]));
             }
         }
         let views = names
             .iter()
-            .map(|(n, shape, bytes)| Ok((n.clone(), TensorView::new(Dtype::F32, shape.clone(), bytes).map_err(|e| bad(e.to_string()))?)))
+            .map(|(n, shape, bytes)| Ok((n.clone(), TensorView::new(kind, shape.clone(), bytes).map_err(|e| bad(e.to_string()))?)))
             .collect::<Result<Vec<_>>>()?;
         let config = serde_json::to_string(&self.cfg).map_err(|e| bad(e.to_string()))?;
         let metadata = HashMap::from([
@@ -51,9 +88,28 @@ impl Session {
             ("config".to_string(), config),
             ("step".to_string(), self.step.to_string()),
             ("rng".to_string(), self.rng.state().to_string()),
+            ("dtype".to_string(), if dtype == CheckpointDtype::F16 { "f16" } else { "f32" }.to_string()),
         ]);
         // safetensors without `std` has its own map type: collect into it.
         safetensors::serialize(views, Some(metadata.into_iter().collect())).map_err(|e| bad(e.to_string()))
+    }
+
+    /// The weights, m and sqrt(v) as packed f16 bytes (two per word, the flat layout), cast on
+    /// the GPU by `fp32_to_fp16`.
+    async fn halves(&self) -> Result<[Vec<u8>; 3]> {
+        let v = self.gpu.read_f32(&self.params.v).await?;
+        // (P) sqrt(v): v is a mean of squares, never negative
+        let sqrt_v = self.gpu.tensor_from("sqrt v", &[self.params.total], &v.iter().map(|x| x.max(0.0).sqrt()).collect::<Vec<f32>>())?;
+        let words = self.params.total.div_ceil(2);
+        // (P / 2) each: the packed halves
+        let out: Vec<Tensor> = (0..3).map(|i| self.gpu.tensor(&format!("f16 checkpoint {i}"), &[words])).collect::<Result<_>>()?;
+        let ops = [
+            fp32_to_fp16(&self.gpu, &self.params.weights, &out[0])?,
+            fp32_to_fp16(&self.gpu, &self.params.m, &out[1])?,
+            fp32_to_fp16(&self.gpu, &sqrt_v, &out[2])?,
+        ];
+        self.gpu.run(&ops.iter().collect::<Vec<_>>())?;
+        self.gpu.read_many(&out.iter().collect::<Vec<_>>()).await?.try_into().map_err(|_| bad("readback"))
     }
 
     /// A new session on `gpu` built from the checkpoint's own config, then loaded from it.
@@ -112,29 +168,42 @@ pub fn decode(bytes: &[u8], expect: Option<(&ModelConfig, &Layout)>) -> Result<D
     };
     let number = |key: &str| metadata.get(key).and_then(|s| s.parse::<u64>().ok()).ok_or_else(|| bad(format!("metadata `{key}` is missing or not a number")));
     let (step, rng) = (number("step")?, number("rng")?);
+    let dtype = match metadata.get("dtype").map(String::as_str) {
+        None | Some("f32") => CheckpointDtype::F32,
+        Some("f16") => CheckpointDtype::F16,
+        Some(other) => return Err(bad(format!("metadata `dtype` must be `f32` or `f16`, got `{other}`"))),
+    };
+    let (width, kind) = if dtype == CheckpointDtype::F16 { (2, Dtype::F16) } else { (4, Dtype::F32) };
     let expected = 3 * layout.entries.len();
     if tensors.len() != expected {
         return Err(bad(format!("it has {} tensors; this model needs {expected}", tensors.len())));
     }
     // Every tensor must be in the file at its full size, so the flat buffers are never larger
     // than the file says they can be.
-    if layout.count().saturating_mul(12) > bytes.len() {
-        return Err(bad(format!("it is {} bytes; this model's tensors alone need {}", bytes.len(), layout.count().saturating_mul(12))));
+    let need = layout.count().saturating_mul(3 * width);
+    if need > bytes.len() {
+        return Err(bad(format!("it is {} bytes; this model's tensors alone need {need}", bytes.len())));
     }
     let mut flat = [vec![0f32; layout.total], vec![0f32; layout.total], vec![0f32; layout.total]];
-    for (slot, prefix) in ["", "optimizer.m.", "optimizer.v."].iter().enumerate() {
+    for (slot, prefix) in prefixes(dtype).iter().enumerate() {
         for e in &layout.entries {
             let name = format!("{prefix}{}", e.spec.name);
             let view = tensors.tensor(&name).map_err(|_| bad(format!("tensor `{name}` is missing")))?;
-            if view.dtype() != Dtype::F32 {
-                return Err(bad(format!("tensor `{name}` is {:?}; Kiln stores F32", view.dtype())));
+            if view.dtype() != kind {
+                return Err(bad(format!("tensor `{name}` is {:?}; this {dtype:?} checkpoint stores {kind:?}", view.dtype())));
             }
             if view.shape() != e.spec.shape.as_slice() {
                 return Err(bad(format!("tensor `{name}` has shape {:?}; this model needs {:?}", view.shape(), e.spec.shape)));
             }
-            let dst = &mut flat[slot][e.offset..e.offset + view.data().len() / 4];
-            for (d, chunk) in dst.iter_mut().zip(view.data().chunks_exact(4)) {
-                *d = f32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+            let dst = &mut flat[slot][e.offset..e.offset + view.data().len() / width];
+            for (d, chunk) in dst.iter_mut().zip(view.data().chunks_exact(width)) {
+                *d = match chunk {
+                    [a, b] => f16_to_f32(u16::from_le_bytes([*a, *b])),
+                    _ => f32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]),
+                };
+            }
+            if slot == 2 && dtype == CheckpointDtype::F16 {
+                dst.iter_mut().for_each(|s| *s *= *s); // sqrt(v) back to v
             }
             // A NaN weight would load "fine" and make every loss NaN; say which tensor holds it.
             if let Some(i) = dst.iter().position(|v| !v.is_finite()) {

@@ -11,6 +11,8 @@ pub mod attention_maps;
 pub mod checkpoint;
 pub mod evaluate;
 pub mod generate;
+pub mod hf_export;
+pub mod hf_import;
 pub mod inspect;
 pub mod next_tokens;
 pub mod plane;

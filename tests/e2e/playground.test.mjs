@@ -149,6 +149,21 @@ async function main() {
       await page.click('#pause');
       await page.setInputFiles('#ckpt-load', file);
       await until(page, (n) => /Checkpoint loaded at step/.test(document.getElementById('status').textContent) && window.kilnPage.summary().step === n, step, 'the checkpoint to load', 30_000);
+      // F16: half the file, and it loads back at its step.
+      await page.check('#ckpt-f16');
+      const [half] = await Promise.all([page.waitForEvent('download', { timeout: 30_000 }), page.click('#ckpt-save')]);
+      const halfFile = path.join(OUT, 'checkpoint-f16.safetensors');
+      await half.saveAs(halfFile);
+      const halfBytes = await fs.readFile(halfFile);
+      // Two bytes saved per number (weights, AdamW m and v); a model this small is mostly header.
+      const params = (await summary(page)).info.parameters;
+      assert(bytes.length - halfBytes.length > 5 * params, `the f16 checkpoint has ${halfBytes.length} bytes against ${bytes.length}`);
+      await page.uncheck('#ckpt-f16');
+      const step16 = (await summary(page)).step;
+      await page.click('#step');
+      await until(page, (n) => window.kilnPage.summary().step === n + 1, step16, 'a step past the f16 checkpoint', 30_000);
+      await page.setInputFiles('#ckpt-load', halfFile);
+      await until(page, (n) => /Checkpoint loaded at step/.test(document.getElementById('status').textContent) && window.kilnPage.summary().step === n, step16, 'the f16 checkpoint to load', 30_000);
       await page.setInputFiles('#ckpt-load', { name: 'junk.safetensors', mimeType: 'application/octet-stream', buffer: Buffer.from('not a checkpoint at all') });
       await until(page, () => /not a Kiln checkpoint/.test(window.kilnPage.summary().error ?? ''), null, 'the bad-checkpoint message', 10_000);
     });
@@ -291,6 +306,8 @@ async function main() {
           assert(s.info.adapter.cpu === true && /runs WebGPU on the CPU/.test(s.cpuNotice ?? ''), `${name}: ${s.info.adapter.cpu} ${s.cpuNotice}`);
           if (s.info.task !== 'text') assert(/[>=]$/.test(s.prompt), `${name}: the prompt fits the task (${s.prompt})`);
         }
+        // The link field is drawn on the next frame after the run is built: let two frames pass.
+        await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
         const url = await page.inputValue('#share-url');
         const p2 = await newPage(browser, { errors });
         await p2.goto(url);

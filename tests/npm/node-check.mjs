@@ -242,6 +242,18 @@ await check('save, load and fromCheckpoint restore the run exactly', async () =>
   const [a, b] = [await run.step(), await copy.step()];
   assert(a.step === b.step && a.loss === b.loss, `loaded runs continue identically: ${JSON.stringify([a, b])}`);
   await copy.dispose();
+  // F16: half the file, every weight within f16's rounding (2^-11 relative, 2^-25 near zero).
+  const half = await run.save({ dtype: 'f16' });
+  const now = await run.weights();
+  // Two bytes saved per number (weights, m, v): the headers of a model this small are the rest.
+  const full = (await run.save()).length;
+  assert(full - half.length > 5 * run.info.parameters, `f16 ${half.length} bytes against f32 ${full}`);
+  const fromHalf = await Kiln.fromCheckpoint(half);
+  const rounded = await fromHalf.weights();
+  assert(rounded.every((t, k) => t.data.every((x, j) => Math.abs(x - now[k].data[j]) <= Math.abs(now[k].data[j]) * 2 ** -11 + 2 ** -25)), 'f16 weights within rounding');
+  assert(readCheckpoint(half).step === readCheckpoint(bytes).step + 1, 'the f16 header reads');
+  await fromHalf.dispose();
+  await failsWith(() => run.save({ dtype: 'bf16' }), 'invalid-input', 'dtype', 'an unknown dtype');
 });
 
 await check('a lost device is recovered from the snapshot and training continues identically', async () => {

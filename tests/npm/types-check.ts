@@ -77,6 +77,9 @@ export async function documented(gpu: { requestAdapter(options?: object): Promis
   await run.inspect({ bins: '16' });
   const text: string = await run.generate('In the', { maxTokens: 10, temperature: 0, topK: 5, seed: 1 });
   const bytes: Uint8Array = await run.save();
+  const halfBytes: Uint8Array = await run.save({ dtype: 'f16' });
+  // @ts-expect-error: f16 or f32 only
+  await run.save({ dtype: 'bf16' });
   await run.load(bytes);
   await run.load(new ArrayBuffer(8));
   // TypeScript 5.7+ types a view's `.buffer` as ArrayBufferLike.

@@ -84,7 +84,7 @@ export function wireFiles({ plot, send, showError, showNote, apply, cancelApply 
     }
   };
 
-  $('ckpt-save').onclick = () => send({ type: ToWorker.save });
+  $('ckpt-save').onclick = () => send({ type: ToWorker.save, dtype: $('ckpt-f16').checked ? 'f16' : 'f32' });
   $('ckpt-load').onchange = async (e) => {
     const file = e.target.files?.[0];
     e.target.value = '';

@@ -17,7 +17,7 @@ export const ToWorker = Object.freeze({
   refresh: 'refresh',
   /** Sample the Llama now. */
   sample: 'sample',
-  /** {purpose?: 'keep', id?}: a checkpoint, to download or to keep with run `id` (answered by `saved`). */
+  /** {purpose?: 'keep', id?, dtype?: 'f32'|'f16'}: a checkpoint, to download or to keep with run `id` (answered by `saved`). */
   save: 'save',
   /** {bytes: Uint8Array}: a checkpoint file. */
   load: 'load',
