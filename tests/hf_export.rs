@@ -30,7 +30,23 @@ fn a_llama_exports_as_a_transformers_folder() {
     pollster::block_on(async {
         let files = s.export_hf().await.unwrap();
         let names: Vec<&str> = files.iter().map(|(n, _)| *n).collect();
-        assert_eq!(names, ["config.json", "generation_config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"]);
+        assert_eq!(
+            names,
+            [
+                "config.json",
+                "generation_config.json",
+                "model.safetensors",
+                "tokenizer.json",
+                "tokenizer_config.json",
+                "train.txt",
+                "validation.txt",
+                "train.py"
+            ]
+        );
+        let file = |name: &str| String::from_utf8(files.iter().find(|(n, _)| *n == name).unwrap().1.clone()).unwrap();
+        let corpus = s.data.corpus().unwrap();
+        assert_eq!(file("train.txt") + &file("validation.txt"), corpus.decode(&corpus.tokens), "the two splits are the run's text");
+        assert_eq!(file("train.txt").chars().count(), corpus.split);
         let json = |name: &str| serde_json::from_slice::<serde_json::Value>(&files.iter().find(|(n, _)| *n == name).unwrap().1).unwrap();
         let config = json("config.json");
         for (key, want) in [
@@ -64,7 +80,6 @@ fn a_llama_exports_as_a_transformers_folder() {
         assert_eq!(hf("model.embed_tokens.weight"), kiln("wte"));
         assert_eq!(st.tensor("model.layers.0.mlp.down_proj.weight").unwrap().shape(), [16, 32]);
         let tokenizer = json("tokenizer.json");
-        let corpus = s.data.corpus().unwrap();
         let vocab = tokenizer["model"]["vocab"].as_object().unwrap();
         assert_eq!(vocab.len(), corpus.chars.len());
         assert!(corpus.chars.iter().enumerate().all(|(i, c)| vocab[&c.to_string()] == i), "each character is its own token, id = its index");

@@ -8,7 +8,10 @@
 //! computes silu(up)·gate, which is Transformers' silu(gate_proj)·up_proj, so Kiln's `up` is
 //! `gate_proj` and Kiln's `gate` is `up_proj`. The tokenizer is a BPE model with one token
 //! per character and no merges (so every character is its own token, id = its index in the
-//! text's sorted characters) and a `Fuse` decoder that joins them back without spaces.
+//! text's sorted characters) and a `Fuse` decoder that joins them back without spaces. The
+//! folder also carries the run's data (train.txt, validation.txt) and python/train.py, which
+//! keeps training it with PyTorch (DistributedDataParallel under torchrun) and writes a folder
+//! that `from_hf` (hf_import.rs) reads back.
 
 use std::collections::HashMap;
 
@@ -19,6 +22,9 @@ use crate::error::{KilnError, Result};
 use crate::model::llama::LlamaConfig;
 use crate::model::ModelConfig;
 use crate::session::Session;
+
+/// python/train.py: continues training the folder with PyTorch, under torchrun if wanted.
+pub const TRAIN_PY: &str = include_str!("../../python/train.py");
 
 /// One file of the folder: its name and bytes.
 pub type File = (&'static str, Vec<u8>);
@@ -75,6 +81,10 @@ impl Session {
                 "tokenizer_config.json",
                 text(json!({ "tokenizer_class": "PreTrainedTokenizerFast", "clean_up_tokenization_spaces": false, "model_max_length": cfg.context })),
             ),
+            // The run's data as its two splits, and the script that keeps training on them.
+            ("train.txt", corpus.decode(&corpus.tokens[..corpus.split]).into_bytes()),
+            ("validation.txt", corpus.decode(&corpus.tokens[corpus.split..]).into_bytes()),
+            ("train.py", TRAIN_PY.as_bytes().to_vec()),
         ])
     }
 }
