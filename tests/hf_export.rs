@@ -162,3 +162,30 @@ fn an_exported_folder_imports_back_exactly_and_what_kiln_cannot_hold_is_refused(
         assert!(named && err.to_string().contains(needle), "{what}: {err}");
     }
 }
+
+#[test]
+fn an_mlp_exports_as_a_pytorch_sequential_with_its_data() {
+    let points = PointData { task: PointTask::Xor, points: 100, noise: 0.0, validation_fraction: 0.2, csv: None };
+    let mut s =
+        session(ModelConfig::Mlp(MlpConfig { input_dim: 2, hidden: vec![4, 3], output_dim: 2, activation: Activation::Tanh }), DataConfig::Points(points));
+    s.train(3).unwrap();
+    pollster::block_on(async {
+        let files = s.export_torch().await.unwrap();
+        assert_eq!(files.iter().map(|(n, _)| *n).collect::<Vec<_>>(), ["model.safetensors", "model.py", "data.csv"]);
+        let st = SafeTensors::deserialize(&files[0].1).unwrap();
+        let mut names = st.names();
+        names.sort();
+        assert_eq!(names, ["0.bias", "0.weight", "2.bias", "2.weight", "4.bias", "4.weight"]);
+        let weights = s.gpu.read_f32(&s.params.weights).await.unwrap();
+        let e = s.params.entries.iter().find(|e| e.spec.name == "layer1.weight").unwrap();
+        let got: Vec<f32> = bytemuck::pod_collect_to_vec(st.tensor("2.weight").unwrap().data());
+        assert_eq!(got, weights[e.offset..e.offset + 12], "Kiln's (out, in) weight is nn.Linear's");
+        assert_eq!(st.tensor("2.weight").unwrap().shape(), [3, 4]);
+        let py = String::from_utf8(files[1].1.clone()).unwrap();
+        assert!(py.contains("nn.Sequential(nn.Linear(2, 4), nn.Tanh(), nn.Linear(4, 3), nn.Tanh(), nn.Linear(3, 2))"), "{py}");
+        let csv = String::from_utf8(files[2].1.clone()).unwrap();
+        assert!(csv.starts_with("split,x0,x1,label\n"));
+        assert_eq!(csv.lines().filter(|l| l.starts_with("train,")).count(), 80);
+        assert_eq!(csv.lines().filter(|l| l.starts_with("validation,")).count(), 20);
+    });
+}

@@ -168,15 +168,23 @@ mod cli {
         only_options(&args[1..], &[], &["--to"], "kiln export <checkpoint> --to DIR")?;
         let dir = text_flag(args, "--to")?.ok_or_else(|| KilnError::invalid("--to", "name the folder to write"))?;
         let session = Session::from_checkpoint(Gpu::new().await?, &bytes)?;
-        let mut files = session.export_hf().await?;
-        files.push(("kiln_reference.json", serde_json::to_vec(&reference(&session).await?).map_err(|e| KilnError::Gpu(e.to_string()))?));
+        // An MLP as a PyTorch nn.Sequential; a Llama as a Hugging Face folder with Kiln's reference.
+        let llama = matches!(session.model(), ModelConfig::Llama(_));
+        let mut files = if llama { session.export_hf().await? } else { session.export_torch().await? };
+        if llama {
+            files.push(("kiln_reference.json", serde_json::to_vec(&reference(&session).await?).map_err(|e| KilnError::Gpu(e.to_string()))?));
+        }
         std::fs::create_dir_all(dir).map_err(|e| KilnError::invalid("--to", format!("cannot create {dir}: {e}")))?;
         for (name, data) in &files {
             let path = std::path::Path::new(dir).join(name);
             std::fs::write(&path, data).map_err(|e| KilnError::invalid("--to", format!("cannot write {}: {e}", path.display())))?;
             println!("{:>10} bytes  {}", data.len(), path.display());
         }
-        println!("load it with: AutoModelForCausalLM.from_pretrained({dir:?}), AutoTokenizer.from_pretrained({dir:?})");
+        if llama {
+            println!("load it with: AutoModelForCausalLM.from_pretrained({dir:?}), AutoTokenizer.from_pretrained({dir:?})");
+        } else {
+            println!("run it with: python {dir}/model.py");
+        }
         Ok(())
     }
 

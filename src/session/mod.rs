@@ -20,6 +20,7 @@ pub mod quantize;
 mod recover;
 pub mod recovery;
 mod step;
+pub mod torch_export;
 
 use serde::Serialize;
 
