@@ -4,12 +4,11 @@
 
 use serde::Serialize;
 
-use crate::error::{ensure, KilnError, Result};
+use crate::error::Result;
 use crate::gpu::Op;
 use crate::kernels::attention::AttentionDims;
 use crate::kernels::inspect::attention_probs;
-use crate::model::ModelConfig;
-use crate::session::generate::window;
+use crate::session::generate::PromptWindow;
 use crate::session::Session;
 
 /// Every head's attention over the prompt's last `context` characters.
@@ -27,14 +26,8 @@ pub struct AttentionMaps {
 
 impl Session {
     pub async fn attention_maps(&self, prompt: &str) -> Result<AttentionMaps> {
-        let ModelConfig::Llama(cfg) = &self.cfg.model else {
-            return Err(KilnError::invalid("model", "attention maps need a Llama model"));
-        };
-        let corpus = self.data.corpus().ok_or_else(|| KilnError::invalid("data", "attention maps need text data"))?;
-        let tokens = corpus.encode(prompt)?;
-        ensure(!tokens.is_empty(), "prompt", || "needs at least one character".into())?;
+        let PromptWindow { cfg, corpus, tokens, input, last } = self.prompt_window(prompt, "attention maps")?;
         let (t, h) = (cfg.context, cfg.heads);
-        let (input, last) = window(&tokens, t);
         let n = last + 1;
         let net = self.cfg.model.build(&self.gpu, &self.params, 1, false)?;
         let dims = AttentionDims { batch: 1, seq: t, heads: h, head_dim: cfg.head_dim() };

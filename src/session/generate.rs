@@ -103,6 +103,30 @@ impl Session {
     }
 }
 
+/// A prompt read by a Llama view: the model, the text, the prompt's tokens, and its last
+/// `context` tokens as a window (`window`) with the window position of the last one.
+pub(super) struct PromptWindow<'a> {
+    pub cfg: &'a crate::model::llama::LlamaConfig,
+    pub corpus: &'a crate::data::text::TextCorpus,
+    pub tokens: Vec<u32>,
+    pub input: Vec<u32>,
+    pub last: usize,
+}
+
+impl Session {
+    /// The prompt as a Llama view needs it; `what` names the view in the errors.
+    pub(super) fn prompt_window(&self, prompt: &str, what: &str) -> Result<PromptWindow<'_>> {
+        let ModelConfig::Llama(cfg) = &self.cfg.model else {
+            return Err(KilnError::invalid("model", format!("{what} need a Llama model")));
+        };
+        let corpus = self.data.corpus().ok_or_else(|| KilnError::invalid("data", format!("{what} need text data")))?;
+        let tokens = corpus.encode(prompt)?;
+        ensure(!tokens.is_empty(), "prompt", || "needs at least one character".into())?;
+        let (input, last) = window(&tokens, cfg.context);
+        Ok(PromptWindow { cfg, corpus, tokens, input, last })
+    }
+}
+
 /// The last `context` of `tokens`, left-aligned in a window of `context` (causal attention
 /// ignores the padding after them), and the window position of the last token.
 pub(super) fn window(tokens: &[u32], context: usize) -> (Vec<u32>, usize) {

@@ -4,12 +4,11 @@
 
 use serde::Serialize;
 
-use crate::error::{ensure, KilnError, Result};
+use crate::error::Result;
 use crate::gpu::Op;
 use crate::kernels::sampling::top_k;
 use crate::kernels::softmax::{softmax, Mask};
-use crate::model::ModelConfig;
-use crate::session::generate::window;
+use crate::session::generate::PromptWindow;
 use crate::session::Session;
 
 /// One guess: a character and the probability the model gives it.
@@ -34,14 +33,8 @@ pub struct PositionGuesses {
 impl Session {
     /// For each of the prompt's last `context` characters, the k most likely next ones.
     pub async fn next_tokens(&self, prompt: &str, k: usize) -> Result<Vec<PositionGuesses>> {
-        let ModelConfig::Llama(cfg) = &self.cfg.model else {
-            return Err(KilnError::invalid("model", "next-token probabilities need a Llama model"));
-        };
-        let corpus = self.data.corpus().ok_or_else(|| KilnError::invalid("data", "next-token probabilities need text data"))?;
-        let tokens = corpus.encode(prompt)?;
-        ensure(!tokens.is_empty(), "prompt", || "needs at least one character".into())?;
+        let PromptWindow { cfg, corpus, tokens, input, last } = self.prompt_window(prompt, "next-token probabilities")?;
         let (t, v) = (cfg.context, cfg.vocab);
-        let (input, last) = window(&tokens, t);
         let net = self.cfg.model.build(&self.gpu, &self.params, 1, false)?;
         // (T, V) probabilities; (T, k) the winners' tokens and probabilities
         let probs = self.gpu.tensor("next-token probabilities", &[t, v])?;

@@ -76,19 +76,20 @@ impl Session {
         self.dequantize_into(&model, &copy)?;
         let params = ParamStore { weights: copy, ..self.params.clone() };
         let back = self.gpu.read_f32(&params.weights).await?;
+        let tensors: Vec<TensorQuantization> =
+            self.params.entries.iter().map(|e| tensor_report(e.offset, e.elements(), &e.spec.name, &e.spec.shape, opts, &weights, &back)).collect();
         let report = QuantizeReport {
             bits: opts.bits,
             group_size: opts.group_size,
             step: self.step,
-            tensors: self.params.entries.iter().map(|e| tensor_report(e.offset, e.elements(), &e.spec.name, &e.spec.shape, opts, &weights, &back)).collect(),
-            bytes_before: 0,
-            bytes_after: 0,
+            bytes_before: tensors.iter().map(|t| t.bytes_before).sum(),
+            bytes_after: tensors.iter().map(|t| t.bytes_after).sum(),
+            tensors,
             full: self.evaluate_with(&self.params, true, MAX_EVAL_TOKENS).await?,
             quantized: self.evaluate_with(&params, true, MAX_EVAL_TOKENS).await?,
         };
-        let (before, after) = report.tensors.iter().fold((0, 0), |(b, a), t| (b + t.bytes_before, a + t.bytes_after));
         self.quantized = Some(Quantized { model, params });
-        Ok(QuantizeReport { bytes_before: before, bytes_after: after, ..report })
+        Ok(report)
     }
 
     /// The weights to use: the run's, or (when `quantized`) the copy `quantize` made.
