@@ -8,9 +8,9 @@ export RUST_TEST_THREADS ?= 2
 # Vulkan loaders complain when this is unset; any private directory will do.
 export XDG_RUNTIME_DIR ?= /tmp/kiln-xdg-$(shell id -u)
 
-.PHONY: types lint test test-native test-browser test-fuzz test-npm test-e2e npm build-page serve setup-test setup-serve bench bench-torch clean
+.PHONY: types lint test test-native test-python test-browser test-fuzz test-npm test-e2e npm build-page serve setup-test setup-serve bench bench-torch clean
 
-test: setup-test lint test-native test-browser test-npm test-e2e test-fuzz
+test: setup-test lint test-native test-python test-browser test-npm test-e2e test-fuzz
 	@echo "make test: all suites passed"
 
 # js/kiln-types.d.ts from the Rust structs (ts-rs); `make test` fails while it is stale.
@@ -33,6 +33,11 @@ setup-serve:
 test-native:
 	cargo test --all-targets -- --nocapture 2>&1 | tee target/native-tests.log
 	@echo "native kernel checks: $$(grep -o 'kernel checks: [^:]*: [0-9]* passed' target/native-tests.log | awk '{s+=$$4} END {print s+0}') passed"
+
+# Export folders checked by NumPy and the safetensors library (tests/python/check_export.py):
+# a Llama and an MLP that `kiln` trains, exports and imports here, and the Transformers fixture.
+test-python: setup-test
+	bash scripts/check-export.sh 2>&1 | tee target/python-tests.log
 
 test-browser:
 	cargo test --target wasm32-unknown-unknown --test kernels --test gpu --test recovery --test soak --test limits -- --nocapture 2>&1 | tee target/browser-tests.log
@@ -73,10 +78,12 @@ build-page: setup-serve
 
 # End-to-end tests of the playground in headless Chromium (SwiftShader WebGPU); screenshots in
 # test-output/. Each file prints "e2e <suite>: N passed, M failed": the page's features, its
-# resilience (device loss, hidden/frozen tab, insecure origin), and the page under `trunk serve`.
+# resilience (device loss, hidden/frozen tab, insecure origin), its export and import of zipped
+# folders, and the page under `trunk serve`.
 test-e2e: setup-test build-page
 	node tests/e2e/playground.test.mjs dist
 	node tests/e2e/resilience.test.mjs dist
+	node tests/e2e/export.test.mjs dist
 	PATH="$(CURDIR)/node_modules/.bin:$$PATH" node tests/e2e/serve.test.mjs
 
 clean:

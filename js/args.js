@@ -63,11 +63,19 @@ export function configArg(config) {
   return config;
 }
 
-export function checkpointBytes(bytes) {
+export function checkpointBytes(bytes, field = 'checkpoint') {
   if (bytes instanceof Uint8Array) return bytes;
   if (bytes instanceof ArrayBuffer || (typeof SharedArrayBuffer !== 'undefined' && bytes instanceof SharedArrayBuffer)) return new Uint8Array(bytes);
   if (ArrayBuffer.isView(bytes)) return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  throw invalid('checkpoint', 'expected a Uint8Array or ArrayBuffer of a saved checkpoint');
+  throw invalid(field, field === 'checkpoint' ? 'expected a Uint8Array or ArrayBuffer of a saved checkpoint' : "expected a Uint8Array or ArrayBuffer of the file's bytes");
+}
+
+/** An export folder as the wasm side takes it: an object of file name → Uint8Array. */
+export function folderArg(files) {
+  if (files === null || typeof files !== 'object' || Array.isArray(files)) {
+    throw invalid('files', 'expected an object of file name → bytes (Uint8Array or ArrayBuffer), as exportFiles() returns');
+  }
+  return Object.fromEntries(Object.entries(files).map(([name, bytes]) => [name, checkpointBytes(bytes, name)]));
 }
 
 /** `value` if it is a boolean (or `fallback` when undefined), else an invalid-input Error naming `field`. */

@@ -207,6 +207,9 @@ export interface TextPreview {
 
 export type DatasetPreview = PointsPreview | TextPreview;
 
+/** An export folder in memory: file name → its bytes. */
+export type ExportFolder = Record<string, Uint8Array>;
+
 export declare class Kiln {
   private constructor();
   /** Validates `config`, acquires a WebGPU device and builds the run; rejects with a KilnError naming the bad field. */
@@ -216,6 +219,13 @@ export declare class Kiln {
   static fromCheckpoint(bytes: Bytes): Promise<Kiln>;
   /** A new run from an MLX-layout file of `saveQuantized()`: its config, step and dequantized weights. */
   static fromQuantized(bytes: Bytes): Promise<Kiln>;
+  /**
+   * A new run from an export folder (file name → bytes): the files of `exportFiles()`, trained
+   * on anywhere (PyTorch, Transformers, torchrun), or another char-level Hugging Face Llama
+   * (config.json, model.safetensors, tokenizer.json) with its text as train.txt (and
+   * validation.txt). What Kiln cannot hold is refused naming the file or field.
+   */
+  static fromExport(files: Record<string, Bytes>): Promise<Kiln>;
 
   readonly info: Readonly<RunInfo & { config: FullSessionConfig }>;
   /** Whether a `train()` is in progress. */
@@ -270,6 +280,13 @@ export declare class Kiln {
   quantize(options?: QuantizeOptions): Promise<QuantizeReport>;
   /** The quantized copy as an MLX-layout safetensors file (read back by `Kiln.fromQuantized`). */
   saveQuantized(): Promise<Uint8Array>;
+  /**
+   * The run as a folder to keep working on elsewhere: a Llama as a Hugging Face
+   * LlamaForCausalLM folder (config.json, model.safetensors, tokenizer.json, …), an MLP as a
+   * PyTorch nn.Sequential (model.safetensors, model.py, data.csv, kiln_config.json); both with
+   * the run's data, train.py (PyTorch, torchrun) and kiln_reference.json (Kiln's outputs).
+   */
+  exportFiles(): Promise<ExportFolder>;
   /** A safetensors checkpoint (weights, optimizer state, config, step, sampler state). */
   save(options?: { dtype?: CheckpointDtype }): Promise<Uint8Array>;
   /**

@@ -7,7 +7,7 @@
 // wasm-bindgen's "recursive use of an object" error. Every Error it rejects with has a `code`.
 
 import { bindings, ensureInit, toMetrics } from './module.js';
-import { invalid, asError, kilnError, checkKeys, checkInt, checkU32, checkBool, configArg, checkpointBytes } from './args.js';
+import { invalid, asError, kilnError, checkKeys, checkInt, checkU32, checkBool, configArg, checkpointBytes, folderArg } from './args.js';
 
 export { init, presets, preset, validateConfig, shareConfig, openShared, readCheckpoint, parsePoints, adapterInfo } from './module.js';
 
@@ -59,6 +59,15 @@ export class Kiln {
   static async fromQuantized(bytes) {
     const view = checkpointBytes(bytes);
     return Kiln.#open(() => bindings.Session.fromQuantized(view));
+  }
+
+  /**
+   * A new run from an export folder (file name → bytes): `exportFiles()`'s, trained on
+   * anywhere, or another char-level Hugging Face Llama with its text as train.txt.
+   */
+  static async fromExport(files) {
+    const arg = folderArg(files);
+    return Kiln.#open(() => bindings.Session.fromExport(arg));
   }
 
   /** Loads the wasm if needed, then wraps the session `make()` builds (its errors as Errors). */
@@ -358,6 +367,11 @@ export class Kiln {
   /** The quantized copy as an MLX-layout safetensors file (`Kiln.fromQuantized` reads it back). */
   saveQuantized() {
     return this.#enqueue(async (s) => s.quantizedFile());
+  }
+
+  /** The run as a folder for PyTorch / Hugging Face (file name → Uint8Array; see the README). */
+  exportFiles() {
+    return this.#enqueue((s) => s.exportFiles());
   }
 
   /** A safetensors checkpoint: weights, optimizer state, config, step and sampler state; `{ dtype: 'f16' }` halves the file. */

@@ -1,28 +1,30 @@
-"""Keep training a Llama that Kiln exported (`kiln export <checkpoint> --to DIR`), with PyTorch
-and Hugging Face Transformers, on one process or many (torchrun: DistributedDataParallel, NCCL
-on GPUs, gloo on CPUs):
+"""Keep training a run Kiln exported (`kiln export <checkpoint> --to DIR`) with PyTorch, on one
+process or many (torchrun: DistributedDataParallel, NCCL on GPUs, gloo on CPUs). A Llama folder
+(config.json) trains with Hugging Face Transformers; an MLP folder (kiln_config.json) is the
+nn.Sequential of its model.py.
 
     python DIR/train.py DIR --steps 1000 --out DIR2
     torchrun --nproc_per_node=8 DIR/train.py DIR --steps 1000 --out DIR2
     torchrun --nproc_per_node=2 DIR/train.py DIR --steps 100 --out DIR2 --cpu
 
-It trains as Kiln did: random windows of `context` characters from train.txt, the next
-character as the target of every position, AdamW (or SGD) with the run's learning rate, betas, weight
-decay (matrices only) and gradient clipping, and its schedule continued from the exported
-step. The global batch is the run's batch, split across processes. At the end it scores
-validation.txt as Kiln's `evaluate` does (consecutive windows from its start, at most 16,384
-next characters) and writes DIR2, a folder `kiln import DIR2` reads back."""
+It trains as Kiln did: a Llama on random windows of `context` characters from train.txt (the
+next character the target of every position), an MLP on random points of data.csv's train
+split (cross-entropy for labels, mean squared error for targets); AdamW (or SGD) with the run's
+learning rate, betas, weight decay (matrices only) and gradient clipping, and its schedule
+continued from the exported step. The global batch is the run's batch, split across processes.
+At the end it scores the validation split as Kiln's `evaluate` does and writes DIR2, a folder
+`kiln import DIR2` reads back."""
 import argparse
 import json
 import math
 import os
 import shutil
+import sys
 
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
-from transformers import AutoModelForCausalLM, AutoTokenizer
 
 MAX_EVAL_TOKENS = 16_384
 
@@ -40,17 +42,101 @@ def lr_at(t, opt):
     return opt["lr"] * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
-def evaluate(model, ids, context, device):
-    """Mean next-character cross-entropy over consecutive windows from the split's start."""
-    windows = min(MAX_EVAL_TOKENS // context, (len(ids) - 1) // context)
-    total, count = 0.0, 0
-    with torch.no_grad():
-        for w in range(windows):
-            x = ids[w * context:(w + 1) * context + 1].to(device)
-            logits = model(x[None, :-1]).logits[0].double()
-            total += F.cross_entropy(logits, x[1:], reduction="sum").item()
-            count += context
-    return total / max(count, 1)
+class Llama:
+    """A Hugging Face LlamaForCausalLM folder with train.txt and validation.txt."""
+
+    copies = ["tokenizer.json", "tokenizer_config.json", "generation_config.json", "train.txt", "validation.txt", "train.py"]
+
+    def __init__(self, folder, device):
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        config = json.load(open(os.path.join(folder, "config.json")))
+        self.kiln, self.step = config["kiln_config"], config.get("kiln_step", 0)
+        self.context = self.kiln["model"]["llama"]["context"]
+        tokenizer = AutoTokenizer.from_pretrained(folder)
+        read = lambda name: torch.tensor(tokenizer(open(os.path.join(folder, name), encoding="utf-8").read()).input_ids)  # noqa: E731
+        self.train_ids, self.val_ids = read("train.txt"), read("validation.txt")
+        self.model = AutoModelForCausalLM.from_pretrained(folder, torch_dtype=torch.float32).to(device)
+
+    def loss(self, net, batch, gen, device):
+        starts = torch.randint(0, len(self.train_ids) - self.context, (batch,), generator=gen)
+        x = torch.stack([self.train_ids[s:s + self.context + 1] for s in starts]).to(device)
+        logits = net(x[:, :-1]).logits
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), x[:, 1:].reshape(-1))
+
+    def evaluate(self, device):
+        """Mean next-character cross-entropy over consecutive windows from the split's start."""
+        windows = min(MAX_EVAL_TOKENS // self.context, (len(self.val_ids) - 1) // self.context)
+        total = 0.0
+        with torch.no_grad():
+            for w in range(windows):
+                x = self.val_ids[w * self.context:(w + 1) * self.context + 1].to(device)
+                logits = self.model(x[None, :-1]).logits[0].double()
+                total += F.cross_entropy(logits, x[1:], reduction="sum").item()
+        return {"validation_loss": total / max(windows * self.context, 1)}
+
+    def save(self, out, step):
+        self.model.config.kiln_step = step
+        self.model.save_pretrained(out, safe_serialization=True)
+
+
+class Mlp:
+    """Kiln's MLP export: model.py's nn.Sequential, data.csv, kiln_config.json."""
+
+    copies = ["model.py", "data.csv", "train.py"]
+
+    def __init__(self, folder, device):
+        import csv
+
+        sys.path.insert(0, folder)
+        from model import model  # the folder's model.py
+
+        meta = json.load(open(os.path.join(folder, "kiln_config.json")))
+        self.kiln, self.step = meta["kiln_config"], meta.get("kiln_step", 0)
+        self.model = model().train().to(device)
+        rows = list(csv.DictReader(open(os.path.join(folder, "data.csv"))))
+        self.classes = "label" in rows[0]
+
+        def split(name):
+            part = [r for r in rows if r["split"] == name]
+            xs = torch.tensor([[float(r[k]) for k in r if k.startswith("x")] for r in part])
+            ys = torch.tensor([int(r["label"]) if self.classes else float(r["target"]) for r in part])
+            return xs.to(device), ys.to(device)
+
+        self.train_set, self.val_set = split("train"), split("validation")
+
+    def score(self, out, ys):
+        return F.cross_entropy(out, ys) if self.classes else F.mse_loss(out[:, 0], ys)
+
+    def loss(self, net, batch, gen, device):
+        xs, ys = self.train_set
+        picks = torch.randint(0, len(xs), (batch,), generator=gen).to(device)
+        return self.score(net(xs[picks]), ys[picks])
+
+    def evaluate(self, device):
+        xs, ys = self.val_set
+        with torch.no_grad():
+            out = self.model(xs).double()
+        scores = {"validation_loss": self.score(out, ys.double() if not self.classes else ys).item()}
+        if self.classes:
+            scores["validation_accuracy"] = (out.argmax(1) == ys).double().mean().item()
+        return scores
+
+    def save(self, out, step):
+        from safetensors.torch import save_file
+
+        os.makedirs(out, exist_ok=True)
+        save_file({k: v.detach().cpu().contiguous() for k, v in self.model.state_dict().items()}, os.path.join(out, "model.safetensors"))
+        json.dump({"kiln_config": self.kiln, "kiln_step": step}, open(os.path.join(out, "kiln_config.json"), "w"), indent=2)
+
+
+def optimizer(model, opt):
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    rest = [p for p in model.parameters() if p.dim() < 2]
+    groups = [{"params": decay, "weight_decay": opt.get("weight_decay", 0.0)}, {"params": rest, "weight_decay": 0.0}]
+    if opt.get("kind", "adamw") == "sgd":
+        return torch.optim.SGD(groups, lr=opt["lr"], momentum=opt.get("momentum", 0.0))
+    return torch.optim.AdamW(groups, lr=opt["lr"], betas=(opt.get("beta1", 0.9), opt.get("beta2", 0.999)), eps=opt.get("eps", 1e-8))
 
 
 def main():
@@ -71,44 +157,28 @@ def main():
     device = torch.device(f"cuda:{local}" if cuda else "cpu")
     torch.backends.cuda.matmul.allow_tf32 = False
 
-    config = json.load(open(os.path.join(args.folder, "config.json")))
-    kiln = config["kiln_config"]
-    opt, context = kiln["optimizer"], kiln["model"]["llama"]["context"]
-    start = config.get("kiln_step", 0)
-    tokenizer = AutoTokenizer.from_pretrained(args.folder)
-    read = lambda name: torch.tensor(tokenizer(open(os.path.join(args.folder, name), encoding="utf-8").read()).input_ids)  # noqa: E731
-    train_ids, val_ids = read("train.txt"), read("validation.txt")
-    model = AutoModelForCausalLM.from_pretrained(args.folder, torch_dtype=torch.float32).to(device)
-    net = DistributedDataParallel(model, device_ids=[local] if cuda else None) if distributed else model
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    rest = [p for p in model.parameters() if p.dim() < 2]
-    groups = [{"params": decay, "weight_decay": opt.get("weight_decay", 0.0)}, {"params": rest, "weight_decay": 0.0}]
-    if opt.get("kind", "adamw") == "sgd":
-        adamw = torch.optim.SGD(groups, lr=opt["lr"], momentum=opt.get("momentum", 0.0))
-    else:
-        adamw = torch.optim.AdamW(groups, lr=opt["lr"], betas=(opt.get("beta1", 0.9), opt.get("beta2", 0.999)), eps=opt.get("eps", 1e-8))
-    batch = max(1, kiln["batch"] * opt.get("accumulation", 1) // world)  # the global batch, split
-    gen = torch.Generator().manual_seed(kiln.get("seed", 0) * 1000 + rank)
+    run = (Llama if os.path.exists(os.path.join(args.folder, "config.json")) else Mlp)(args.folder, device)
+    opt, start = run.kiln["optimizer"], run.step
+    net = DistributedDataParallel(run.model, device_ids=[local] if cuda else None) if distributed else run.model
+    step_fn = optimizer(run.model, opt)
+    batch = max(1, run.kiln["batch"] * opt.get("accumulation", 1) // world)  # the global batch, split
+    gen = torch.Generator().manual_seed(run.kiln.get("seed", 0) * 1000 + rank)
     for step in range(start, start + args.steps):
-        starts = torch.randint(0, len(train_ids) - context, (batch,), generator=gen)
-        x = torch.stack([train_ids[s:s + context + 1] for s in starts]).to(device)
-        logits = net(x[:, :-1]).logits
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), x[:, 1:].reshape(-1))
-        adamw.zero_grad(set_to_none=True)
+        loss = run.loss(net, batch, gen, device)
+        step_fn.zero_grad(set_to_none=True)
         loss.backward()
         if opt.get("clip", 0) > 0:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), opt["clip"])
-        for g in adamw.param_groups:
+            torch.nn.utils.clip_grad_norm_(run.model.parameters(), opt["clip"])
+        for g in step_fn.param_groups:
             g["lr"] = lr_at(step + 1, opt)
-        adamw.step()
+        step_fn.step()
         if rank == 0 and (step - start) % args.log_every == 0:
             print(json.dumps({"step": step + 1, "loss": loss.item(), "world": world, "device": str(device)}), flush=True)
     if rank == 0:
-        val = evaluate(model, val_ids, context, device)
-        print(json.dumps({"step": start + args.steps, "validation_loss": val}), flush=True)
-        model.config.kiln_step = start + args.steps
-        model.save_pretrained(args.out, safe_serialization=True)
-        for name in ["tokenizer.json", "tokenizer_config.json", "generation_config.json", "train.txt", "validation.txt", "train.py"]:
+        run.model.eval()
+        print(json.dumps({"step": start + args.steps, **run.evaluate(device)}), flush=True)
+        run.save(args.out, start + args.steps)
+        for name in run.copies:
             shutil.copy(os.path.join(args.folder, name), os.path.join(args.out, name))
     if distributed:
         dist.destroy_process_group()

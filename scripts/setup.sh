@@ -11,7 +11,7 @@ TRUNK_VERSION=0.21.14
 
 apt_pkgs=(mesa-vulkan-drivers)
 case "$WANT" in
-  test) apt_pkgs+=(chromium chromium-driver) ;;
+  test) apt_pkgs+=(chromium chromium-driver python3-venv) ;;
   serve) ;;
   *) echo "setup.sh: unknown target '$WANT' (allowed: test, serve)" >&2; exit 2 ;;
 esac
@@ -52,4 +52,14 @@ if [[ -f package.json ]] && { [[ ! -d node_modules ]] || [[ package-lock.json -n
   echo "setup: npm ci"
   npm ci --no-audit --no-fund --loglevel=error
   touch node_modules
+fi
+
+# NumPy and safetensors for tests/python/check_export.py, in a virtual environment of Debian's
+# Python (rebuilt when the requirements change).
+if [[ "$WANT" == test ]] && { [[ ! -x target/pyenv/bin/python ]] || [[ tests/python/requirements.txt -nt target/pyenv ]]; }; then
+  echo "setup: python venv target/pyenv (numpy, safetensors)"
+  rm -rf target/pyenv
+  /usr/bin/python3 -m venv target/pyenv
+  target/pyenv/bin/pip install -q --disable-pip-version-check -r tests/python/requirements.txt
+  touch target/pyenv
 fi

@@ -5,7 +5,7 @@
 //! of a run (async methods borrow the session while they await, so overlapping calls would
 //! otherwise hit wasm-bindgen's "recursive use" error).
 
-use js_sys::{Array, Float32Array, Float64Array, Object, Reflect, Uint32Array, Uint8Array};
+use js_sys::{Array, Float32Array, Float64Array, Object, Reflect, Uint32Array};
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
@@ -16,10 +16,10 @@ use crate::error::{KilnError, Result};
 use crate::gpu::Gpu;
 use crate::param_layout::{layout, TensorSlot, UpdateRatio};
 use crate::presets::{preset as preset_config, PRESETS};
-use crate::quantize::QuantizeOptions;
-use crate::session::checkpoint::CheckpointDtype;
 use crate::session::generate::GenerateOptions;
 use crate::session::{Session, METRIC_SLOTS};
+
+mod files;
 
 #[wasm_bindgen(start)]
 pub fn start() {
@@ -182,20 +182,6 @@ impl WebSession {
         Self::wrap(Session::with_gpu(gpu, cfg))
     }
 
-    /// A run rebuilt from a checkpoint's own config, then loaded from it (continues exactly).
-    #[wasm_bindgen(js_name = fromCheckpoint)]
-    pub async fn from_checkpoint(bytes: Vec<u8>) -> Result<WebSession, JsValue> {
-        let gpu = acquire_gpu().await.map_err(js_error)?;
-        Self::wrap(Session::from_checkpoint(gpu, &bytes))
-    }
-
-    /// A run from an MLX-layout quantized file Kiln wrote: its config, step and dequantized weights.
-    #[wasm_bindgen(js_name = fromQuantized)]
-    pub async fn from_quantized(bytes: Vec<u8>) -> Result<WebSession, JsValue> {
-        let gpu = acquire_gpu().await.map_err(js_error)?;
-        Self::wrap(Session::from_quantized(gpu, &bytes))
-    }
-
     /// `RunInfo`: size, adapter, task and the validated config.
     pub fn info(&self) -> Result<JsValue, JsValue> {
         to_js(&RunInfo::of(&self.session))
@@ -322,41 +308,6 @@ impl WebSession {
     /// update, and each layer's gradient RMS and activations, in `bins` bins.
     pub async fn inspect(&self, bins: u32) -> Result<JsValue, JsValue> {
         numbers_to_js(&self.session.inspect(bins as usize).await.map_err(js_error)?)
-    }
-
-    /// `QuantizeReport`: quantizes the current weights (`options`: a `QuantizeOptions` object or
-    /// undefined) into a copy beside them, and scores both.
-    pub async fn quantize(&mut self, options: JsValue) -> Result<JsValue, JsValue> {
-        let opts: QuantizeOptions = if options.is_undefined() || options.is_null() {
-            QuantizeOptions::default()
-        } else {
-            crate::parse::from_json(&object_json(&options, "options").map_err(js_error)?, "options").map_err(js_error)?
-        };
-        numbers_to_js(&self.session.quantize(&opts).await.map_err(js_error)?)
-    }
-
-    /// The quantized copy as an MLX-layout safetensors file.
-    #[wasm_bindgen(js_name = quantizedFile)]
-    pub fn quantized_file(&self) -> Result<Uint8Array, JsValue> {
-        Ok(Uint8Array::from(self.session.quantized_file().map_err(js_error)?.as_slice()))
-    }
-
-    /// A safetensors checkpoint: weights, optimizer state, config, step, sampler state.
-    /// `dtype`: a `CheckpointDtype` ('f32', the default, or 'f16': half the file; see
-    /// session/checkpoint.rs).
-    pub async fn save(&self, dtype: JsValue) -> Result<Uint8Array, JsValue> {
-        let dtype: CheckpointDtype = if dtype.is_undefined() {
-            CheckpointDtype::F32
-        } else {
-            crate::parse::from_json(&object_json(&dtype, "dtype").map_err(js_error)?, "dtype").map_err(js_error)?
-        };
-        let bytes = self.session.save_checkpoint_as(dtype).await.map_err(js_error)?;
-        Ok(Uint8Array::from(bytes.as_slice()))
-    }
-
-    /// Loads a checkpoint of the same model; on error the run is unchanged.
-    pub fn load(&mut self, bytes: &[u8]) -> Result<(), JsValue> {
-        self.session.load_checkpoint(bytes).map_err(js_error)
     }
 
     /// Why the device was lost, or undefined while it is fine.

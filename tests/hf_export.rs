@@ -143,14 +143,17 @@ fn an_exported_folder_imports_back_exactly_and_what_kiln_cannot_hold_is_refused(
         (
             "another tokenizer",
             Box::new(|f| edit_json(f, "tokenizer.json", |t| t["model"]["merges"] = serde_json::json!(["t h"]))),
-            "tokenizer.json",
+            "tokenizer.json: model.merges",
             "another tokenizer",
         ),
         (
-            "a folder Kiln did not write",
-            Box::new(|f| edit_json(f, "config.json", |c| drop(c.as_object_mut().unwrap().remove("kiln_config")))),
-            "config.json: kiln_config",
-            "Kiln imports folders it exported",
+            "a folder Kiln did not write, without its text",
+            Box::new(|f| {
+                edit_json(f, "config.json", |c| drop(c.as_object_mut().unwrap().remove("kiln_config")));
+                f.remove("train.txt");
+            }),
+            "train.txt",
+            "needs the text to train on",
         ),
         ("no weights", Box::new(|f| drop(f.remove("model.safetensors"))), "model.safetensors", "missing from the folder"),
     ];
@@ -171,7 +174,7 @@ fn an_mlp_exports_as_a_pytorch_sequential_with_its_data() {
     s.train(3).unwrap();
     pollster::block_on(async {
         let files = s.export_torch().await.unwrap();
-        assert_eq!(files.iter().map(|(n, _)| *n).collect::<Vec<_>>(), ["model.safetensors", "model.py", "data.csv"]);
+        assert_eq!(files.iter().map(|(n, _)| *n).collect::<Vec<_>>(), ["model.safetensors", "model.py", "data.csv", "kiln_config.json", "train.py"]);
         let st = SafeTensors::deserialize(&files[0].1).unwrap();
         let mut names = st.names();
         names.sort();

@@ -99,10 +99,10 @@ function apply({ play = state.playing } = {}) {
 }
 
 function onCreated({ info, dataset, config, origin, share }) {
-  if (origin === 'checkpoint' || origin === 'quantized') {
+  if (origin !== 'form') {
     writeConfig(config);
     $('preset').value = '';
-    ui.presetDesc = origin === 'quantized' ? 'From the quantized file.' : 'From the checkpoint.';
+    ui.presetDesc = { quantized: 'From the quantized file.', export: 'From the imported folder.' }[origin] ?? 'From the checkpoint.';
   }
   state.config = config;
   state.info = info;
@@ -216,6 +216,7 @@ worker.onmessage = (e) => {
     case ToPage.saved:
       if (m.purpose === 'keep') runs.keepCheckpoint(m.bytes, m.id);
       else if (m.purpose === 'quantized') download(m.bytes, m.step, `${quant.report?.bits ?? 'q'}bit-mlx`);
+      else if (m.purpose === 'export') download(m.bytes, m.step, `step${m.step}-export`, '.zip');
       else download(m.bytes, m.step);
       break;
     case ToPage.loaded:

@@ -6,6 +6,7 @@
 
 import { init, Kiln, presets, preset, adapterInfo, shareConfig, openShared, readCheckpoint, parsePoints } from './kiln.js';
 import { ToWorker, ToPage, linkState } from './ui/protocol.js';
+import { zipFolder, unzipFolder } from './ui/folder-zip.js';
 
 let run = null;
 let generation = 0; // bumps whenever `run` is replaced; stale loops and snapshots stop
@@ -60,7 +61,7 @@ function openLink(hash) {
   }
 }
 
-/** A new run from `config`, or from what `open()` builds (a quantized file's run). */
+/** A new run from `config`, or from what `open()` builds (a quantized file's or an export folder's run). */
 async function create(config, play, origin = 'form', open = () => Kiln.create(config)) {
   const gen = ++generation;
   setPlaying(false);
@@ -69,7 +70,7 @@ async function create(config, play, origin = 'form', open = () => Kiln.create(co
     try {
       fresh = await open();
     } catch (e) {
-      postError(origin === 'quantized' ? 'load-quantized' : 'create', e);
+      postError({ quantized: 'load-quantized', export: 'import' }[origin] ?? 'create', e);
       return;
     }
     if (gen !== generation) {
@@ -313,6 +314,18 @@ async function saveQuantized() {
   }
 }
 
+/** The run's export folder, zipped under `name/`, for the page to download. */
+async function exportFolder(name) {
+  if (!run) return;
+  try {
+    const files = await exclusive(() => run.exportFiles());
+    const bytes = await zipFolder(files, name);
+    post({ type: ToPage.saved, bytes, step, purpose: 'export' }, [bytes.buffer]);
+  } catch (e) {
+    postError('export', e);
+  }
+}
+
 /** Your own points from CSV, parsed by the same Rust code a run uses. */
 function parseCsv(text) {
   try {
@@ -358,6 +371,10 @@ self.onmessage = (e) => {
     case ToWorker.saveQuantized: saveQuantized(); break;
     case ToWorker.loadQuantized:
       create(null, false, 'quantized', () => Kiln.fromQuantized(m.bytes));
+      break;
+    case ToWorker.exportFolder: exportFolder(m.name); break;
+    case ToWorker.importFolder:
+      create(null, false, 'export', async () => Kiln.fromExport(await unzipFolder(m.bytes)));
       break;
     case ToWorker.loseDevice: run?.simulateDeviceLoss(); break;
     default: postError('protocol', new Error(`unknown message ${String(m.type).slice(0, 40)}`));

@@ -4,7 +4,7 @@
 //!   kiln train <preset> [--steps N] [--seed S] [--save FILE] [--f16] [--resume FILE]
 //!   kiln quantize <checkpoint> [--bits 8|4] [--group 32|64|128] [--out FILE]
 //!   kiln eval <checkpoint or quantized file>   validation loss (and a sample for a Llama)
-//!   kiln export <checkpoint> --to DIR          a Llama as a Hugging Face LlamaForCausalLM folder
+//!   kiln export <checkpoint> --to DIR          a Llama as a Hugging Face folder, an MLP as PyTorch
 //!   kiln import DIR [--save FILE]              such a folder (trained on anywhere) as a checkpoint
 
 #[cfg(not(target_arch = "wasm32"))]
@@ -17,6 +17,7 @@ mod cli {
     use kiln::presets::{preset, PRESETS};
     use kiln::quantize::QuantizeOptions;
     use kiln::session::checkpoint::CheckpointDtype;
+    use kiln::session::export::IMPORT_FILES;
     use kiln::session::generate::GenerateOptions;
     use kiln::session::Session;
     use kiln::{Gpu, KilnError, Result};
@@ -161,47 +162,44 @@ mod cli {
         Ok(())
     }
 
-    /// `kiln export <checkpoint> --to DIR`: the Hugging Face folder, plus kiln_reference.json
-    /// (Kiln's own logits and greedy text for three prompts, to check the folder against).
+    /// `kiln export <checkpoint> --to DIR`: a Llama as a Hugging Face folder, an MLP as a
+    /// PyTorch nn.Sequential, each with kiln_reference.json (Kiln's own outputs, to check against).
     async fn export(args: &[String]) -> Result<()> {
         let bytes = read_file(args.first(), "checkpoint")?;
         only_options(&args[1..], &[], &["--to"], "kiln export <checkpoint> --to DIR")?;
         let dir = text_flag(args, "--to")?.ok_or_else(|| KilnError::invalid("--to", "name the folder to write"))?;
         let session = Session::from_checkpoint(Gpu::new().await?, &bytes)?;
-        // An MLP as a PyTorch nn.Sequential; a Llama as a Hugging Face folder with Kiln's reference.
-        let llama = matches!(session.model(), ModelConfig::Llama(_));
-        let mut files = if llama { session.export_hf().await? } else { session.export_torch().await? };
-        if llama {
-            files.push(("kiln_reference.json", serde_json::to_vec(&reference(&session).await?).map_err(|e| KilnError::Gpu(e.to_string()))?));
-        }
+        let files = session.export_files().await?;
         std::fs::create_dir_all(dir).map_err(|e| KilnError::invalid("--to", format!("cannot create {dir}: {e}")))?;
         for (name, data) in &files {
             let path = std::path::Path::new(dir).join(name);
             std::fs::write(&path, data).map_err(|e| KilnError::invalid("--to", format!("cannot write {}: {e}", path.display())))?;
             println!("{:>10} bytes  {}", data.len(), path.display());
         }
-        if llama {
+        if matches!(session.model(), ModelConfig::Llama(_)) {
             println!("load it with: AutoModelForCausalLM.from_pretrained({dir:?}), AutoTokenizer.from_pretrained({dir:?})");
         } else {
             println!("run it with: python {dir}/model.py");
         }
+        println!("train on with: torchrun --nproc_per_node=1 {dir}/train.py {dir} --steps 500 --out {dir}-2");
         Ok(())
     }
 
-    /// `kiln import DIR [--save FILE]`: a Hugging Face folder as a Kiln checkpoint (scored first).
+    /// `kiln import DIR [--save FILE]`: an export folder (trained on anywhere), or another
+    /// char-level Hugging Face Llama with train.txt beside it, as a Kiln checkpoint (scored first).
     async fn import(args: &[String]) -> Result<()> {
         let dir = args.first().ok_or_else(|| KilnError::invalid("folder", "name the folder to import"))?;
         only_options(&args[1..], &[], &["--save"], "kiln import DIR [--save FILE]")?;
         let mut files = std::collections::HashMap::new();
-        for name in ["config.json", "model.safetensors", "tokenizer.json"] {
+        for name in IMPORT_FILES {
             if let Ok(bytes) = std::fs::read(std::path::Path::new(dir).join(name)) {
                 files.insert(name.to_string(), bytes);
             }
         }
-        let session = Session::from_hf(Gpu::new().await?, &files)?;
+        let session = Session::from_export(Gpu::new().await?, &files)?;
         let eval = session.evaluate(true).await?;
         println!(
-            "imported at step {}: validation loss {:.4}{}",
+            "imported at step {}: validation loss {:.6}{}",
             session.step_count(),
             eval.loss,
             eval.accuracy.map_or(String::new(), |a| format!(", accuracy {:.1}%", a * 100.0))
@@ -210,27 +208,6 @@ mod cli {
         std::fs::write(&path, session.save_checkpoint().await?).map_err(|e| KilnError::invalid("--save", format!("cannot write {path}: {e}")))?;
         println!("checkpoint: {path} (train on with `kiln train <preset> --resume {path}`, or load it in the page)");
         Ok(())
-    }
-
-    /// Three prompts from the text (its start, its middle, the validation split's start): their
-    /// tokens, Kiln's logits at every position, and Kiln's greedy continuation.
-    async fn reference(s: &Session) -> Result<serde_json::Value> {
-        let corpus = s.data.corpus().ok_or_else(|| KilnError::invalid("data", "text expected"))?;
-        let context = s.model().rows_per_example();
-        let (n, gen) = ((context / 3).clamp(1, 24), (context - (context / 3).clamp(1, 24)).min(32));
-        let mut cases = vec![];
-        for start in [0, corpus.tokens.len() / 2, corpus.split] {
-            let tokens = &corpus.tokens[start.min(corpus.tokens.len() - n)..][..n];
-            let mut window = tokens.to_vec();
-            window.resize(context, 0);
-            let logits = s.predict(1, &window).await?;
-            let v = logits.len() / context;
-            let rows: Vec<&[f32]> = logits.chunks_exact(v).take(n).collect();
-            let prompt = corpus.decode(tokens);
-            let greedy = s.generate(&prompt, &GenerateOptions { max_tokens: gen, temperature: 0.0, top_k: 1, seed: 0 }).await?;
-            cases.push(serde_json::json!({ "prompt": prompt, "tokens": tokens, "logits": rows, "greedy": greedy }));
-        }
-        Ok(serde_json::json!({ "prompts": cases }))
     }
 
     async fn train(args: &[String]) -> Result<()> {

@@ -23,7 +23,7 @@ use crate::model::llama::LlamaConfig;
 use crate::model::ModelConfig;
 use crate::session::Session;
 
-/// python/train.py: continues training the folder with PyTorch, under torchrun if wanted.
+/// python/train.py: continues training an export folder (a Llama or an MLP) with PyTorch, under torchrun if wanted.
 pub const TRAIN_PY: &str = include_str!("../../python/train.py");
 
 /// One file of the folder: its name and bytes.

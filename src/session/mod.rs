@@ -5,13 +5,16 @@
 //! evaluation and predictions (evaluate.rs), in-memory snapshots (recovery.rs) and rebuilding
 //! on a new device (recover.rs), checkpoints (checkpoint.rs), text generation (generate.rs), and
 //! the views inside a model: the next-token view (next_tokens.rs), the input plane and every
-//! neuron over it (plane.rs), attention maps (attention_maps.rs) and distributions (inspect.rs).
+//! neuron over it (plane.rs), attention maps (attention_maps.rs) and distributions (inspect.rs);
+//! and a run leaving for PyTorch and Hugging Face and coming back (export.rs).
 
 pub mod attention_maps;
 pub mod checkpoint;
 pub mod evaluate;
+pub mod export;
 pub mod generate;
 pub mod hf_export;
+pub mod hf_foreign;
 pub mod hf_import;
 pub mod inspect;
 pub mod next_tokens;
@@ -20,7 +23,9 @@ pub mod quantize;
 mod recover;
 pub mod recovery;
 mod step;
+pub mod tokens;
 pub mod torch_export;
+pub mod torch_import;
 
 use serde::Serialize;
 

@@ -1,8 +1,10 @@
 //! An MLP run as a PyTorch model: model.safetensors holding the state dict of the matching
 //! `nn.Sequential` (Linear layers at even indices, the activation between them, so keys are
 //! "0.weight", "0.bias", "2.weight", …, each Linear's weight (out, in) as Kiln keeps it),
-//! model.py defining that Sequential and loading the file, and data.csv with every point of
-//! both splits (a `split` column says which).
+//! model.py defining that Sequential and loading the file, data.csv with every point of both
+//! splits (a `split` column says which), kiln_config.json (Kiln's config and step, so
+//! torch_import.rs can bring the folder back) and python/train.py, which keeps
+//! training it with PyTorch (DistributedDataParallel under torchrun).
 
 use std::fmt::Write;
 
@@ -12,7 +14,7 @@ use crate::data::points::Points;
 use crate::error::{KilnError, Result};
 use crate::kernels::elementwise::Activation;
 use crate::model::ModelConfig;
-use crate::session::hf_export::File;
+use crate::session::hf_export::{File, TRAIN_PY};
 use crate::session::Session;
 
 impl Session {
@@ -51,7 +53,14 @@ impl Session {
                 csv_rows(&mut data, split, p);
             }
         }
-        Ok(vec![("model.safetensors", model), ("model.py", model_py(&layers.join(&format!(", {act}, "))).into_bytes()), ("data.csv", data.into_bytes())])
+        let kiln = serde_json::json!({ "kiln_config": self.cfg, "kiln_step": self.step });
+        Ok(vec![
+            ("model.safetensors", model),
+            ("model.py", model_py(&layers.join(&format!(", {act}, "))).into_bytes()),
+            ("data.csv", data.into_bytes()),
+            ("kiln_config.json", serde_json::to_vec_pretty(&kiln).expect("JSON values serialize")),
+            ("train.py", TRAIN_PY.as_bytes().to_vec()),
+        ])
     }
 }
 

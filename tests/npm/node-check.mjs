@@ -339,6 +339,33 @@ await check('a tiny Llama trains and generates', async () => {
   await r.dispose();
 });
 
+await check('exportFiles: a Llama and an MLP leave as folders and fromExport brings them back exactly', async () => {
+  const text = 'the quick brown fox jumps over the lazy dog. '.repeat(20);
+  const llama = await Kiln.create({ model: { llama: { vocab: 32, d_model: 16, heads: 2, layers: 1, context: 16, hidden: 32 } }, data: { text: { text, validation_fraction: 0.1 } }, batch: 4, seed: 5 });
+  const mlp = await Kiln.create(preset_free());
+  for (const [r, names] of [[llama, ['config.json', 'model.safetensors', 'tokenizer.json', 'train.txt', 'train.py', 'kiln_reference.json']], [mlp, ['model.safetensors', 'model.py', 'data.csv', 'kiln_config.json', 'train.py']]]) {
+    await r.train({ steps: 4 });
+    const files = await r.exportFiles();
+    assert(names.every((n) => files[n] instanceof Uint8Array && files[n].length > 0), `files: ${Object.keys(files)}`);
+    const back = await Kiln.fromExport(files);
+    assert(readCheckpoint(await back.save()).step === 4, 'the step comes back');
+    assert((await back.evaluate()).loss === (await r.evaluate()).loss, 'the imported run scores exactly the same');
+    await back.dispose();
+  }
+  const files = await llama.exportFiles();
+  const config = JSON.parse(new TextDecoder().decode(files['config.json']));
+  config.num_key_value_heads = 1;
+  await failsWith(() => Kiln.fromExport({ ...files, 'config.json': new TextEncoder().encode(JSON.stringify(config)) }), 'invalid-input', 'config.json: num_key_value_heads', 'grouped-query attention');
+  const { 'train.txt': _, 'config.json': c, ...rest } = files;
+  const foreign = JSON.parse(new TextDecoder().decode(c));
+  delete foreign.kiln_config;
+  await failsWith(() => Kiln.fromExport({ ...rest, 'config.json': new TextEncoder().encode(JSON.stringify(foreign)) }), 'invalid-input', 'train.txt', 'a foreign folder without its text');
+  await failsWith(() => Kiln.fromExport({ 'config.json': 'not bytes' }), 'invalid-input', 'config.json', 'a file that is not bytes');
+  await failsWith(() => Kiln.fromExport([]), 'invalid-input', 'files', 'an array');
+  await llama.dispose();
+  await mlp.dispose();
+});
+
 await check('your own CSV points and your own text; share links round-trip', async () => {
   // Three classes of your own points: task 'custom', the CSV in the config.
   const rows = [];

@@ -1,7 +1,7 @@
 // Compiled with `tsc --noEmit --strict` against the installed kiln-gpu: the declarations must
 // accept the documented uses and reject the wrong ones (each @ts-expect-error must be needed).
 import { init, Kiln, presets, preset, validateConfig, adapterInfo, shareConfig, openShared, readCheckpoint, parsePoints } from 'kiln-gpu';
-import type { SessionConfig, StepMetrics, MetricsEvent, PredictGrid, DatasetPreview, WeightTensor, UpdateRatio, Evaluation, RunInfo, FullSessionConfig, KilnError, ErrorCode, Shared, CheckpointInfo, Recovered, NeuronOutputs, AttentionMaps, Inspection, QuantizeReport } from 'kiln-gpu';
+import type { SessionConfig, StepMetrics, MetricsEvent, PredictGrid, DatasetPreview, WeightTensor, UpdateRatio, Evaluation, RunInfo, FullSessionConfig, KilnError, ErrorCode, Shared, CheckpointInfo, Recovered, NeuronOutputs, AttentionMaps, Inspection, QuantizeReport, ExportFolder } from 'kiln-gpu';
 
 export async function documented(gpu: { requestAdapter(options?: object): Promise<object | null> }): Promise<void> {
   await init({ gpu, wasm: new URL('https://example.com/kiln_wasm_bg.wasm') });
@@ -69,6 +69,12 @@ export async function documented(gpu: { requestAdapter(options?: object): Promis
   const mlx: Uint8Array = await run.saveQuantized();
   const fromMlx: Kiln = await Kiln.fromQuantized(mlx);
   const grid: PredictGrid = await fromMlx.predictGrid({ quantized: true });
+  const folder: ExportFolder = await run.exportFiles();
+  const hfConfig: Uint8Array = folder['config.json'];
+  const imported: Kiln = await Kiln.fromExport({ ...folder, 'train.txt': new TextEncoder().encode('more text') });
+  // @ts-expect-error: an export folder is file name → bytes, not a list of names
+  await Kiln.fromExport(['config.json']);
+  void [hfConfig, imported];
   // @ts-expect-error: bits is a number
   await run.quantize({ bits: '8' });
   const gradRms: number = inside.layers[0].gradRms;

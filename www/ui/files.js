@@ -1,5 +1,6 @@
 // files.js — the user's own data and files: clicking points onto the data plot, clearing them,
-// uploading a CSV of points, copying the share link, downloading and uploading checkpoints.
+// uploading a CSV of points, copying the share link, downloading and uploading checkpoints, and
+// exporting the run as a zip for PyTorch / Hugging Face (and opening such a zip).
 
 import * as form from './form.js';
 import { ToWorker } from './protocol.js';
@@ -93,16 +94,27 @@ export function wireFiles({ plot, send, showError, showNote, apply, cancelApply 
     const bytes = new Uint8Array(await file.arrayBuffer());
     send({ type: ToWorker.load, bytes }, [bytes.buffer]);
   };
+
+  // The zip holds one folder named after the run; unzipped it is what `kiln import` and
+  // `from_pretrained` read.
+  $('export-zip').onclick = () => send({ type: ToWorker.exportFolder, name: `${$('preset').value || 'kiln'}-export` });
+  $('import-zip').onchange = async (e) => {
+    const file = e.target.files?.[0];
+    e.target.value = '';
+    if (!file) return;
+    if (file.size > 512 << 20) return showError('Export folder: the zip is larger than 512 MiB');
+    const bytes = new Uint8Array(await file.arrayBuffer());
+    send({ type: ToWorker.importFolder, bytes }, [bytes.buffer]);
+  };
 }
 
-/** Saves checkpoint bytes as a .safetensors download named after the preset and step. */
-/** Saves `bytes` as `<preset>-<label>.safetensors` (label: `step<N>` by default). */
-export function download(bytes, step, label = `step${step}`) {
-  const blob = new Blob([bytes], { type: 'application/octet-stream' });
+/** Saves `bytes` as `<preset>-<label><ext>` (label: `step<N>` by default; ext `.safetensors`). */
+export function download(bytes, step, label = `step${step}`, ext = '.safetensors') {
+  const blob = new Blob([bytes], { type: ext === '.zip' ? 'application/zip' : 'application/octet-stream' });
   const a = document.createElement('a');
   a.href = URL.createObjectURL(blob);
   const name = $('preset').value || 'kiln';
-  a.download = `${name}-${label}.safetensors`;
+  a.download = `${name}-${label}${ext}`;
   document.body.append(a);
   a.click();
   a.remove();

@@ -31,6 +31,10 @@ export const ToWorker = Object.freeze({
   saveQuantized: 'save-quantized',
   /** {bytes}: an MLX file Kiln wrote: a new run from it (answered by `created`, origin 'quantized'). */
   loadQuantized: 'load-quantized',
+  /** {name}: the run as an export folder for PyTorch / Hugging Face, zipped under `name/` (answered by `saved`, purpose 'export'). */
+  exportFolder: 'export-folder',
+  /** {bytes}: a zipped export folder: a new run from it (answered by `created`, origin 'export'). */
+  importFolder: 'import-folder',
   /** Destroy the GPU device, as a driver reset would: for testing recovery. */
   loseDevice: 'lose-device',
 });
@@ -41,7 +45,7 @@ export const ToPage = Object.freeze({
   ready: 'ready',
   /** {message}: WebGPU exists but Kiln cannot start on it. */
   nogpu: 'nogpu',
-  /** {info: RunInfo, dataset: DatasetPreview, config, origin: 'form'|'checkpoint'|'quantized', share: Shared & {error?}} */
+  /** {info: RunInfo, dataset: DatasetPreview, config, origin: 'form'|'checkpoint'|'quantized'|'export', share: Shared & {error?}} */
   created: 'created',
   /** {op, message, code, field}: `op` says which request failed; `code` is the KilnError code. */
   error: 'error',

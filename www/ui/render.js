@@ -94,6 +94,7 @@ function renderButtons({ ready, live, playing }) {
   put('step', 'disabled', !live || playing);
   put('reset', 'disabled', !ready);
   put('ckpt-save', 'disabled', !live);
+  put('export-zip', 'disabled', !live);
   put('sample-now', 'disabled', !live);
   if (document.body.dataset.playing !== String(playing)) document.body.dataset.playing = String(playing);
 }

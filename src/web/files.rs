@@ -1,0 +1,93 @@
+//! The files a run reads and writes, as wasm bindings of `Session` (beside web.rs's): checkpoints
+//! (F32 or F16), the MLX-layout quantized copy, and the export folder for PyTorch and Hugging
+//! Face (`exportFiles`, `fromExport`: name → bytes; the page zips and unzips it, fflate).
+
+use std::collections::HashMap;
+
+use js_sys::{Object, Reflect, Uint8Array};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+use super::{acquire_gpu, js_error, numbers_to_js, object_json, set, WebSession};
+use crate::error::KilnError;
+use crate::quantize::QuantizeOptions;
+use crate::session::checkpoint::CheckpointDtype;
+use crate::session::Session;
+
+#[wasm_bindgen(js_class = Session)]
+impl WebSession {
+    /// A run rebuilt from a checkpoint's own config, then loaded from it (continues exactly).
+    #[wasm_bindgen(js_name = fromCheckpoint)]
+    pub async fn from_checkpoint(bytes: Vec<u8>) -> Result<WebSession, JsValue> {
+        let gpu = acquire_gpu().await.map_err(js_error)?;
+        Self::wrap(Session::from_checkpoint(gpu, &bytes))
+    }
+
+    /// A run from an MLX-layout quantized file Kiln wrote: its config, step and dequantized weights.
+    #[wasm_bindgen(js_name = fromQuantized)]
+    pub async fn from_quantized(bytes: Vec<u8>) -> Result<WebSession, JsValue> {
+        let gpu = acquire_gpu().await.map_err(js_error)?;
+        Self::wrap(Session::from_quantized(gpu, &bytes))
+    }
+
+    /// `QuantizeReport`: quantizes the current weights (`options`: a `QuantizeOptions` object or
+    /// undefined) into a copy beside them, and scores both.
+    pub async fn quantize(&mut self, options: JsValue) -> Result<JsValue, JsValue> {
+        let opts: QuantizeOptions = if options.is_undefined() || options.is_null() {
+            QuantizeOptions::default()
+        } else {
+            crate::parse::from_json(&object_json(&options, "options").map_err(js_error)?, "options").map_err(js_error)?
+        };
+        numbers_to_js(&self.session.quantize(&opts).await.map_err(js_error)?)
+    }
+
+    /// The quantized copy as an MLX-layout safetensors file.
+    #[wasm_bindgen(js_name = quantizedFile)]
+    pub fn quantized_file(&self) -> Result<Uint8Array, JsValue> {
+        Ok(Uint8Array::from(self.session.quantized_file().map_err(js_error)?.as_slice()))
+    }
+
+    /// A safetensors checkpoint: weights, optimizer state, config, step, sampler state.
+    /// `dtype`: a `CheckpointDtype` ('f32', the default, or 'f16': half the file; see
+    /// session/checkpoint.rs).
+    pub async fn save(&self, dtype: JsValue) -> Result<Uint8Array, JsValue> {
+        let dtype: CheckpointDtype = if dtype.is_undefined() {
+            CheckpointDtype::F32
+        } else {
+            crate::parse::from_json(&object_json(&dtype, "dtype").map_err(js_error)?, "dtype").map_err(js_error)?
+        };
+        let bytes = self.session.save_checkpoint_as(dtype).await.map_err(js_error)?;
+        Ok(Uint8Array::from(bytes.as_slice()))
+    }
+
+    /// Loads a checkpoint of the same model; on error the run is unchanged.
+    pub fn load(&mut self, bytes: &[u8]) -> Result<(), JsValue> {
+        self.session.load_checkpoint(bytes).map_err(js_error)
+    }
+
+    /// The run's export folder (a Llama as a Hugging Face folder, an MLP as a PyTorch
+    /// nn.Sequential; see session/export.rs) as an object of file name → Uint8Array.
+    #[wasm_bindgen(js_name = exportFiles)]
+    pub async fn export_files(&self) -> Result<Object, JsValue> {
+        let out = Object::new();
+        for (name, bytes) in self.session.export_files().await.map_err(js_error)? {
+            set(&out, name, &Uint8Array::from(bytes.as_slice()))?;
+        }
+        Ok(out)
+    }
+
+    /// A run from an export folder's files (an object of file name → Uint8Array): Kiln's own
+    /// export trained on anywhere, or another char-level Hugging Face Llama with train.txt.
+    #[wasm_bindgen(js_name = fromExport)]
+    pub async fn from_export(files: Object) -> Result<WebSession, JsValue> {
+        let mut map = HashMap::new();
+        for name in Object::keys(&files).iter() {
+            let name = name.as_string().unwrap_or_default();
+            let value = Reflect::get(&files, &JsValue::from_str(&name))?;
+            let bytes = value.dyn_into::<Uint8Array>().map_err(|_| js_error(KilnError::invalid(&name, "must be a Uint8Array of the file's bytes")))?;
+            map.insert(name, bytes.to_vec());
+        }
+        let gpu = acquire_gpu().await.map_err(js_error)?;
+        Self::wrap(Session::from_export(gpu, &map))
+    }
+}

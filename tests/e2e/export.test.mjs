@@ -1,0 +1,86 @@
+// export.test.mjs — the page's bridge to PyTorch and Hugging Face, in headless Chromium with
+// SwiftShader's WebGPU against the Trunk release build: a run exports as one zip (fflate), the
+// zip opens back as the same run, and a Llama that Transformers made (the committed fixture
+// tests/fixtures/hf-foreign, zipped here inside a folder as a person would) opens, trains and
+// samples. Bad zips get their own messages.
+//   node tests/e2e/export.test.mjs [dist-dir]
+
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { unzipSync, zipSync } from 'fflate';
+import { OUT, assert, test, until, summary, run, withPlayground } from './helpers.mjs';
+
+const DIST = process.argv[2] ?? 'dist';
+const FIXTURE = 'tests/fixtures/hf-foreign';
+
+/** Uploads `bytes` as a zip into the import control. */
+const openZip = (page, name, bytes) => page.setInputFiles('#import-zip', { name, mimeType: 'application/zip', buffer: Buffer.from(bytes) });
+
+async function fixtureZip(leaveOut = []) {
+  const files = {};
+  for (const name of await fs.readdir(FIXTURE)) {
+    if (!leaveOut.includes(name)) files[`downloads/tiny-llama/${name}`] = await fs.readFile(path.join(FIXTURE, name));
+  }
+  return zipSync(files);
+}
+
+async function main() {
+  await withPlayground(DIST, async ({ page, errors }) => {
+    await until(page, () => window.kilnPage?.summary().info, null, 'the first run', 60_000);
+
+    await test('an MLP exports as a zip for PyTorch and opens back at its step', page, async () => {
+      for (let i = 0; i < 3; i++) {
+        await page.click('#step');
+        await until(page, (n) => window.kilnPage.summary().step >= n, i + 1, `step ${i + 1}`, 30_000);
+      }
+      const [download] = await Promise.all([page.waitForEvent('download', { timeout: 60_000 }), page.click('#export-zip')]);
+      assert(download.suggestedFilename() === 'mlp-spiral-step3-export.zip', download.suggestedFilename());
+      const file = path.join(OUT, download.suggestedFilename());
+      await download.saveAs(file);
+      const zip = unzipSync(await fs.readFile(file));
+      const names = Object.keys(zip).sort();
+      const want = ['data.csv', 'kiln_config.json', 'kiln_reference.json', 'model.py', 'model.safetensors', 'train.py'].map((n) => `mlp-spiral-export/${n}`);
+      assert(names.join() === want.join(), `zip entries: ${names}`);
+      const kiln = JSON.parse(new TextDecoder().decode(zip['mlp-spiral-export/kiln_config.json']));
+      assert(kiln.kiln_step === 3 && kiln.kiln_config.model.mlp.hidden.join() === '16,16', JSON.stringify(kiln).slice(0, 200));
+      const runs = (await summary(page)).runs;
+      await page.setInputFiles('#import-zip', file);
+      await until(page, (n) => window.kilnPage.summary().runs > n, runs, 'the run from the zip', 60_000);
+      assert(/imported folder/.test(await page.textContent('#preset-desc')), 'the form says where the run came from');
+      await page.click('#step');
+      await until(page, () => window.kilnPage.summary().step === 4, null, 'the imported run continues at step 4', 30_000);
+    });
+
+    await test("a Llama made by Transformers opens from a zip, trains and samples", page, async () => {
+      const runs = (await summary(page)).runs;
+      await openZip(page, 'tiny-llama.zip', await fixtureZip());
+      await until(page, (n) => window.kilnPage.summary().runs > n, runs, 'the Llama from the fixture', 60_000);
+      const s = await summary(page);
+      const llama = s.info.config.model.llama;
+      assert(llama && llama.vocab === 48 && llama.d_model === 32 && llama.rope_theta === 500, JSON.stringify(llama));
+      assert((await page.inputValue('#ll-d_model')) === '32', 'the form shows the imported model');
+      await page.click('#step');
+      await until(page, () => window.kilnPage.summary().step >= 1, null, 'a training step', 60_000);
+      await page.click('#sample-now');
+      await until(page, (n) => window.kilnPage.summary().samples > n, s.samples, 'a sample', 60_000);
+      await page.screenshot({ path: path.join(OUT, 'export-imported-llama.png'), fullPage: true });
+    });
+
+    await test('zips Kiln cannot open say why', page, async () => {
+      await openZip(page, 'notes.zip', new TextEncoder().encode('these are not zipped files'));
+      await until(page, () => /not a zip archive/.test(window.kilnPage.summary().error ?? ''), null, 'the not-a-zip message', 20_000);
+      await openZip(page, 'no-text.zip', await fixtureZip(['train.txt']));
+      await until(page, () => /train\.txt.*needs the text to train on/.test(window.kilnPage.summary().error ?? ''), null, 'the missing-text message', 20_000);
+      await openZip(page, 'empty.zip', zipSync({ 'readme.md': new TextEncoder().encode('hi') }));
+      await until(page, () => /config\.json.*is missing/.test(window.kilnPage.summary().error ?? ''), null, 'the no-config message', 20_000);
+      assert((await summary(page)).info.config.model.llama, 'the loaded run stays');
+    });
+
+    await test('no uncaught page errors', null, async () => {
+      const unexpected = errors.filter((e) => !/favicon/.test(e));
+      assert(unexpected.length === 0, `page errors: ${unexpected.slice(0, 3).join(' | ')}`);
+    });
+  });
+}
+
+await run('export', main);
