@@ -44,7 +44,13 @@ rope_theta?: number,
 /**
  * RMSNorm epsilon, default 1e-5.
  */
-norm_eps?: number, };
+norm_eps?: number, 
+/**
+ * A causal depthwise convolution of width 3 over each block's normed input, before
+ * attention (the "short conv" of recent hybrid models): each position mixes in the two
+ * before it. Its taps start as the identity. Default off.
+ */
+short_conv?: boolean, };
 
 export type ModelConfig = { "mlp": MlpConfig } | { "llama": LlamaConfig };
 

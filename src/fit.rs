@@ -34,7 +34,7 @@ pub fn footprint(model: &ModelConfig, batch: usize) -> Footprint {
         ModelConfig::Llama(l) => {
             let n = b * l.context as u64;
             let (c, f, h, v, layers) = (l.d_model as u64, l.hidden as u64, l.heads as u64, l.vocab as u64, l.layers as u64);
-            let per_block = n * (c * 9 + f * 3) + 2 * n * h;
+            let per_block = n * (c * (9 + l.short_conv as u64) + f * 3) + 2 * n * h;
             (n * (c * 4 + v * 2) + layers * per_block + n * (3 * c + 3 * f), n * v.max(3 * c).max(f))
         }
     };

@@ -69,6 +69,7 @@ fn llama_preset(name: &str) -> Option<SessionConfig> {
             hidden,
             rope_theta: 10_000.0,
             norm_eps: 1e-5,
+            short_conv: false,
         }),
         data: match task {
             Some(task) => DataConfig::Sequence(SequenceData { task, examples: 5000, digits: 6, validation_fraction: 0.1 }),

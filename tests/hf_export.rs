@@ -24,7 +24,7 @@ fn session(model: ModelConfig, data: DataConfig) -> Session {
 #[test]
 fn a_llama_exports_as_a_transformers_folder() {
     let text = "the quick brown fox jumps over the lazy dog.\n".repeat(20);
-    let model = LlamaConfig { vocab: 40, d_model: 16, heads: 2, layers: 2, context: 16, hidden: 32, rope_theta: 10_000.0, norm_eps: 1e-5 };
+    let model = LlamaConfig { vocab: 40, d_model: 16, heads: 2, layers: 2, context: 16, hidden: 32, rope_theta: 10_000.0, norm_eps: 1e-5, short_conv: false };
     let mut s = session(ModelConfig::Llama(model), DataConfig::Text(TextData { text: Some(text), validation_fraction: 0.1 }));
     s.train(3).unwrap();
     pollster::block_on(async {
@@ -107,7 +107,7 @@ fn edit_json(files: &mut HashMap<String, Vec<u8>>, name: &str, change: impl FnOn
 #[test]
 fn an_exported_folder_imports_back_exactly_and_what_kiln_cannot_hold_is_refused() {
     let text = "the quick brown fox jumps over the lazy dog.\n".repeat(20);
-    let model = LlamaConfig { vocab: 40, d_model: 16, heads: 2, layers: 1, context: 16, hidden: 32, rope_theta: 10_000.0, norm_eps: 1e-5 };
+    let model = LlamaConfig { vocab: 40, d_model: 16, heads: 2, layers: 1, context: 16, hidden: 32, rope_theta: 10_000.0, norm_eps: 1e-5, short_conv: false };
     let mut s = session(ModelConfig::Llama(model), DataConfig::Text(TextData { text: Some(text), validation_fraction: 0.1 }));
     s.train(4).unwrap();
     let good = folder(&s);

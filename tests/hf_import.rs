@@ -66,7 +66,7 @@ const C: usize = 16;
 
 fn llama_run() -> Session {
     let text = "the quick brown fox jumps over the lazy dog.\n".repeat(20);
-    let model = LlamaConfig { vocab: VOCAB, d_model: C, heads: 2, layers: 1, context: 16, hidden: 32, rope_theta: 10_000.0, norm_eps: 1e-5 };
+    let model = LlamaConfig { vocab: VOCAB, d_model: C, heads: 2, layers: 1, context: 16, hidden: 32, rope_theta: 10_000.0, norm_eps: 1e-5, short_conv: false };
     let mut s = session(ModelConfig::Llama(model), DataConfig::Text(TextData { text: Some(text), validation_fraction: 0.1 }));
     s.train(3).unwrap();
     s

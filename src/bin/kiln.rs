@@ -1,7 +1,7 @@
 //! `kiln`: the native command line.
 //!   kiln info                      the GPU adapter Kiln trains on
 //!   kiln presets                   the presets `train` accepts
-//!   kiln train <preset> [--steps N] [--seed S] [--save FILE] [--f16] [--resume FILE]
+//!   kiln train <preset> [--steps N] [--seed S] [--save FILE] [--f16] [--short-conv] [--resume FILE]
 //!   kiln quantize <checkpoint> [--bits 8|4] [--group 32|64|128] [--out FILE]
 //!   kiln eval <checkpoint or quantized file>   validation loss (and a sample for a Llama)
 //!   kiln export <checkpoint> --to DIR          a Llama as a Hugging Face folder, an MLP as PyTorch
@@ -32,7 +32,7 @@ mod cli {
             }
             Some("config") => config(args.get(1).map(String::as_str)),
             Some("-h" | "--help" | "help") => {
-                println!("kiln info | kiln presets | kiln train <preset> [--steps N] [--seed S] [--save FILE] [--f16] [--resume FILE] | kiln quantize <checkpoint> [--bits 8|4] [--group 32|64|128] [--out FILE] | kiln eval <file> | kiln export <checkpoint> --to DIR | kiln import DIR [--save FILE] | kiln bench [--quick] [--seconds S] [--json FILE]");
+                println!("kiln info | kiln presets | kiln train <preset> [--steps N] [--seed S] [--save FILE] [--f16] [--short-conv] [--resume FILE] | kiln quantize <checkpoint> [--bits 8|4] [--group 32|64|128] [--out FILE] | kiln eval <file> | kiln export <checkpoint> --to DIR | kiln import DIR [--save FILE] | kiln bench [--quick] [--seconds S] [--json FILE]");
                 Ok(())
             }
             Some("train") => pollster::block_on(train(&args[1..])),
@@ -42,7 +42,7 @@ mod cli {
             Some("export") => pollster::block_on(export(&args[1..])),
             Some("import") => pollster::block_on(import(&args[1..])),
             _ => {
-                eprintln!("usage: kiln info | kiln presets | kiln train <preset> [--steps N] [--seed S] [--save FILE] [--f16] [--resume FILE] | kiln quantize <checkpoint> [--bits 8|4] [--group 32|64|128] [--out FILE] | kiln eval <file> | kiln export <checkpoint> --to DIR | kiln import DIR [--save FILE] | kiln bench [--quick] [--seconds S] [--json FILE]");
+                eprintln!("usage: kiln info | kiln presets | kiln train <preset> [--steps N] [--seed S] [--save FILE] [--f16] [--short-conv] [--resume FILE] | kiln quantize <checkpoint> [--bits 8|4] [--group 32|64|128] [--out FILE] | kiln eval <file> | kiln export <checkpoint> --to DIR | kiln import DIR [--save FILE] | kiln bench [--quick] [--seconds S] [--json FILE]");
                 return ExitCode::from(2);
             }
         };
@@ -215,10 +215,16 @@ mod cli {
         let mut cfg = preset(name).ok_or_else(|| KilnError::invalid("preset", format!("unknown preset `{name}`; see `kiln presets`")))?;
         only_options(
             &args[1..],
-            &["--f16"],
+            &["--f16", "--short-conv"],
             &["--steps", "--seed", "--save", "--resume"],
-            "kiln train <preset> [--steps N] [--seed S] [--save FILE] [--f16] [--resume FILE]",
+            "kiln train <preset> [--steps N] [--seed S] [--save FILE] [--f16] [--short-conv] [--resume FILE]",
         )?;
+        if args.iter().any(|a| a == "--short-conv") {
+            let ModelConfig::Llama(llama) = &mut cfg.model else {
+                return Err(KilnError::invalid("--short-conv", "is a Llama option; this preset is an MLP"));
+            };
+            llama.short_conv = true;
+        }
         let steps = flag(args, "--steps", 2000)?;
         cfg.seed = flag(args, "--seed", cfg.seed)?;
         let gpu = Gpu::new().await?;

@@ -1,5 +1,6 @@
 //! A tiny Llama: token embedding; N blocks of RMSNorm → causal multi-head attention with RoPE
 //! → residual → RMSNorm → SwiGLU MLP (fused SiLU gate) → residual; final RMSNorm; LM head.
+//! Optionally a causal short convolution between each block's first RMSNorm and attention.
 //! Written llm.c style (see `llama_pass.rs` for the dispatches); this file holds the config,
 //! its validation and the parameter table.
 
@@ -31,6 +32,12 @@ pub struct LlamaConfig {
     #[serde(default = "default_eps")]
     #[cfg_attr(test, ts(as = "Option<_>", optional))]
     pub norm_eps: f32,
+    /// A causal depthwise convolution of width 3 over each block's normed input, before
+    /// attention (the "short conv" of recent hybrid models): each position mixes in the two
+    /// before it. Its taps start as the identity. Default off.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[cfg_attr(test, ts(as = "Option<_>", optional))]
+    pub short_conv: bool,
 }
 
 fn default_theta() -> f32 {
@@ -77,6 +84,11 @@ impl LlamaConfig {
         let mut specs = vec![linear("wte".into(), vec![v, c], std)];
         for l in 0..self.layers {
             specs.push(norm(format!("blocks.{l}.attn_norm")));
+            if self.short_conv {
+                // Taps (s−2, s−1, s) = (0, 0, 1): the block starts as it would without the conv.
+                specs.push(ParamSpec { name: format!("blocks.{l}.conv"), shape: vec![c, 3], init: Init::CausalIdentity, decay: false });
+                specs.push(ParamSpec { name: format!("blocks.{l}.conv_bias"), shape: vec![c], init: Init::Constant(0.0), decay: false });
+            }
             specs.push(linear(format!("blocks.{l}.qkv"), vec![3 * c, c], std));
             specs.push(linear(format!("blocks.{l}.proj"), vec![c, c], resid_std));
             specs.push(norm(format!("blocks.{l}.mlp_norm")));

@@ -1,11 +1,13 @@
 //! The dispatches of a tiny Llama for a fixed batch: forward to logits, and backward from
 //! dlogits to every parameter gradient (accumulated; the step clears them first). Each residual
-//! add is fused with the RMSNorm that follows it (`rms_norm_residual`).
+//! add is fused with the RMSNorm that follows it (`rms_norm_residual`). With `short_conv`, a
+//! causal width-3 convolution (conv.wgsl) sits between each block's first norm and its qkv.
 
 use crate::error::Result;
 use crate::gpu::Tensor;
 use crate::gpu::{Gpu, Op};
 use crate::kernels::attention::{attention_backward, attention_forward, AttentionDims};
+use crate::kernels::conv::{conv1d_backward_input, conv1d_backward_weight, conv1d_shaped, ConvShape};
 use crate::kernels::elementwise::{silu_gate, silu_gate_backward};
 use crate::kernels::embedding::{embedding_backward, embedding_forward};
 use crate::kernels::matmul::{matmul_ops, MatmulDesc};
@@ -22,6 +24,8 @@ struct BlockActs {
     /// (N) and (N, C): attention RMSNorm's rstd and output
     rstd1: Tensor,
     n1: Tensor,
+    /// (N, C) what the qkv projection reads: the short conv of n1, or n1 itself
+    qkv_in: Tensor,
     /// (N, 3C) q, k (rotated) and v
     qkv: Tensor,
     /// (N, C) attention output and (B, H, T) its log-sum-exp
@@ -87,6 +91,7 @@ impl LlamaConfig {
                 x: x.clone(),
                 rstd1: rstd1.clone(),
                 n1: n1.clone(),
+                qkv_in: if cfg.short_conv { tensor("conv", &[n, c])? } else { n1.clone() },
                 qkv: tensor("qkv", &[n, 3 * c])?,
                 att: tensor("att", &[n, c])?,
                 lse: tensor("lse", &[dims.lse_len()])?,
@@ -99,7 +104,10 @@ impl LlamaConfig {
             };
             let proj = tensor("proj", &[n, c])?;
             let down = tensor("down", &[n, c])?;
-            fwd.extend(linear(gpu, &b.n1, &w("qkv"), &b.qkv, n, 3 * c, c)?);
+            if cfg.short_conv {
+                fwd.push(conv1d_shaped(gpu, &b.n1, &w("conv"), &w("conv_bias"), &b.qkv_in, ConvShape::causal_tokens(batch, t, c))?);
+            }
+            fwd.extend(linear(gpu, &b.qkv_in, &w("qkv"), &b.qkv, n, 3 * c, c)?);
             fwd.push(rope(gpu, &b.qkv, &rope_cfg)?.op);
             fwd.push(attention_forward(gpu, dims, &b.qkv, &b.att, &b.lse)?);
             fwd.extend(linear(gpu, &b.att, &w("proj"), &proj, n, c, c)?);
@@ -147,6 +155,9 @@ fn backward(
     let (dx, dn, datt) = (tensor("dx", &[n, c])?, tensor("dn", &[n, c])?, tensor("datt", &[n, c])?);
     let (dg, dup, dgate) = (tensor("dg", &[n, f])?, tensor("dup", &[n, f])?, tensor("dgate", &[n, f])?);
     let (dqkv, delta) = (tensor("dqkv", &[n, 3 * c])?, tensor("delta", &[dims.lse_len()])?);
+    // (N, C) d(short conv output), when there is one.
+    let dconv = if cfg.short_conv { Some(tensor("dconv", &[n, c])?) } else { None };
+    let conv_shape = ConvShape::causal_tokens(dims.batch, dims.seq, c);
 
     let mut ops = linear_backward(gpu, p, "lm_head", n_final, &net.d_output, Some((&dn, false)), (n, v, c))?;
     ops.push(rms_norm_backward(gpu, &dn, x_final, &p.weight("final_norm"), rstd_final, &dx, false)?);
@@ -165,7 +176,11 @@ fn backward(
         let bw = attention_backward(gpu, dims, &b.qkv, &b.att, &b.lse, &datt, &delta, &dqkv)?;
         ops.extend(bw.ops().into_iter().cloned());
         ops.push(rope_backward(gpu, &dqkv, rope_cfg)?.op);
-        ops.extend(linear_backward(gpu, p, &name("qkv"), &b.n1, &dqkv, Some((&dn, false)), (n, 3 * c, c))?);
+        ops.extend(linear_backward(gpu, p, &name("qkv"), &b.qkv_in, &dqkv, Some((dconv.as_ref().unwrap_or(&dn), false)), (n, 3 * c, c))?);
+        if let Some(dconv) = &dconv {
+            ops.push(conv1d_backward_weight(gpu, dconv, &b.n1, &p.grad(&name("conv")), &p.grad(&name("conv_bias")), conv_shape)?);
+            ops.push(conv1d_backward_input(gpu, dconv, &p.weight(&name("conv")), &dn, conv_shape)?);
+        }
         ops.push(rms_norm_backward(gpu, &dn, &b.x, &p.weight(&name("attn_norm")), &b.rstd1, &dx, true)?);
         ops.extend(rms_norm_backward_weight(gpu, &dn, &b.x, &b.rstd1, &p.grad(&name("attn_norm")))?);
     }

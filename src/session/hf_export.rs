@@ -35,6 +35,12 @@ impl Session {
         let ModelConfig::Llama(cfg) = &self.cfg.model else {
             return Err(KilnError::invalid("model", "a Hugging Face Llama folder needs a Llama run (an MLP exports as a PyTorch state dict)"));
         };
+        if cfg.short_conv {
+            return Err(KilnError::invalid(
+                "model.llama.short_conv",
+                "Transformers' LlamaForCausalLM has no short convolution: export a run trained without it",
+            ));
+        }
         let corpus = self.data.corpus().ok_or_else(|| KilnError::invalid("data", "the tokenizer needs the run's text"))?;
         let weights = self.gpu.read_f32(&self.params.weights).await?;
         let tensor = |name: &str| {

@@ -52,6 +52,7 @@ pub fn foreign_config(config: &Value, files: &HashMap<String, Vec<u8>>) -> Resul
         rope_theta: float(config.get("rope_theta").or_else(|| config.pointer("/rope_parameters/rope_theta")), 10_000.0),
         // Transformers' LlamaConfig default.
         norm_eps: float(config.get("rms_norm_eps"), 1e-6),
+        short_conv: false,
     };
     let mut cfg = preset("llama-tiny").expect("llama-tiny is a preset");
     cfg.model = ModelConfig::Llama(model);

@@ -2,7 +2,8 @@
 // SwiftShader's WebGPU against the Trunk release build: a run exports as one zip (fflate), the
 // zip opens back as the same run, and a Llama that Transformers made (the committed fixture
 // tests/fixtures/hf-foreign, zipped here inside a folder as a person would) opens, trains and
-// samples. Bad zips get their own messages.
+// samples. Bad zips get their own messages. The Llama's short-conv toggle rides along: it
+// rebuilds the run with the conv's taps, trains, and its export is refused with the reason.
 //   node tests/e2e/export.test.mjs [dist-dir]
 
 import fs from 'node:fs/promises';
@@ -64,6 +65,22 @@ async function main() {
       await page.click('#sample-now');
       await until(page, (n) => window.kilnPage.summary().samples > n, s.samples, 'a sample', 60_000);
       await page.screenshot({ path: path.join(OUT, 'export-imported-llama.png'), fullPage: true });
+    });
+
+    await test('the short conv toggle adds the taps, trains, and its export says why it cannot be', page, async () => {
+      await page.check('#ll-short-conv');
+      await until(page, () => window.kilnPage.summary().info?.config?.model?.llama?.short_conv === true, null, 'the run with the short conv', 60_000);
+      const conv = await summary(page);
+      await page.click('#step');
+      await until(page, () => window.kilnPage.summary().step >= 1, null, 'a step with the short conv', 60_000);
+      await page.click('#export-zip');
+      await until(page, () => /short_conv.*no short convolution/.test(window.kilnPage.summary().error ?? ''), null, 'the export refusal', 30_000);
+      await page.uncheck('#ll-short-conv');
+      await until(page, (n) => window.kilnPage.summary().runs > n && window.kilnPage.summary().info.config.model.llama.short_conv === undefined, conv.runs, 'the run without it', 60_000);
+      const plain = await summary(page);
+      // Two layers of d_model 32: taps (32, 3) and a bias (32) each; one forward and two backward dispatches per layer.
+      assert(conv.info.parameters === plain.info.parameters + 2 * 4 * 32, `${plain.info.parameters} → ${conv.info.parameters} parameters`);
+      assert(conv.info.dispatchesPerStep === plain.info.dispatchesPerStep + 2 * 3, `dispatches ${plain.info.dispatchesPerStep} → ${conv.info.dispatchesPerStep}`);
     });
 
     await test('zips Kiln cannot open say why', page, async () => {

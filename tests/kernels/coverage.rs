@@ -68,6 +68,7 @@ fn every_kernel_has_a_gpu_vs_reference_check() {
             embedding::run,
             quant::run,
             conv::conv1d,
+            conv::conv1d_shaped,
             sampling::top_k,
             sampling::sampling_statistics,
             metrics::run,

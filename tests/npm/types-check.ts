@@ -12,7 +12,7 @@ export async function documented(gpu: { requestAdapter(options?: object): Promis
   cfg.optimizer.lr = 0.01;
   if ('mlp' in cfg.model) cfg.model.mlp.hidden.push(8);
   const own: SessionConfig = {
-    model: { llama: { vocab: 60, d_model: 64, heads: 4, layers: 2, context: 64, hidden: 192 } },
+    model: { llama: { vocab: 60, d_model: 64, heads: 4, layers: 2, context: 64, hidden: 192, short_conv: true } },
     data: { text: { validation_fraction: 0.1 } },
     batch: 8,
     optimizer: { lr: 3e-3, schedule: { kind: 'warmup_cosine', warmup_steps: 10, total_steps: 100, min_lr_fraction: 0.1 } },

@@ -125,6 +125,8 @@ export function readConfig() {
       context: number('ll-context', 'Context', { int: true, min: 1, max: 1024 }),
       hidden: number('ll-hidden', 'SwiGLU width', { int: true, min: 1, max: 16384 }),
       ...llamaExtras,
+      // Off is left out, as configs and links were before the option existed.
+      ...($('ll-short-conv').checked ? { short_conv: true } : {}),
     };
     const validation_fraction = number('tx-val', 'Validation', { min: 0.05, max: 0.5 });
     const source = textSource();
@@ -186,8 +188,9 @@ export function writeConfig(c) {
     set('mlp-hidden', m.hidden.join(', '));
     set('mlp-activation', m.activation);
   } else {
-    const { vocab, d_model, heads, layers, context, hidden, ...extras } = c.model.llama;
+    const { vocab, d_model, heads, layers, context, hidden, short_conv, ...extras } = c.model.llama;
     llamaExtras = extras;
+    $('ll-short-conv').checked = !!short_conv;
     if (c.data.text && c.data.text.text == null) corpusVocab = Math.max(GENESIS_VOCAB, vocab);
     set('ll-d_model', d_model); set('ll-heads', heads); set('ll-layers', layers);
     set('ll-context', context); set('ll-hidden', hidden);
