@@ -32,6 +32,7 @@ setup-serve:
 
 test-native:
 	cargo test --all-targets -- --nocapture 2>&1 | tee target/native-tests.log
+	cargo test --doc 2>&1 | tee target/doc-tests.log
 	@echo "native kernel checks: $$(grep -o 'kernel checks: [^:]*: [0-9]* passed' target/native-tests.log | awk '{s+=$$4} END {print s+0}') passed"
 
 # Export folders checked by NumPy and the safetensors library (tests/python/check_export.py):

@@ -61,6 +61,22 @@ pub enum Activation {
 }
 
 /// out = a (op) b; b is either a's shape or a vector that broadcasts along a's rows.
+/// # Example
+///
+/// ```
+/// # pollster::block_on(async {
+/// use kiln::kernels::elementwise::{binary, Binary};
+/// let gpu = kiln::Gpu::new().await?;
+/// let a = gpu.tensor_from("a", &[2, 2], &[1.0f32, 2.0, 3.0, 4.0])?;
+/// let b = gpu.tensor_from("b", &[2], &[10.0f32, 20.0])?; // broadcast along a's rows
+/// let out = gpu.tensor("out", &[2, 2])?;
+/// gpu.run(&[&binary(&gpu, Binary::Mul, &a, &b, &out)?])?;
+/// assert_eq!(gpu.read_f32(&out).await?, [10.0, 40.0, 30.0, 80.0]);
+/// gpu.run(&[&binary(&gpu, Binary::Sub, &a, &b, &out)?])?;
+/// assert_eq!(gpu.read_f32(&out).await?, [-9.0, -18.0, -7.0, -16.0]);
+/// # Ok::<(), kiln::KilnError>(())
+/// # }).unwrap();
+/// ```
 pub fn binary(gpu: &Gpu, op: Binary, a: &Tensor, b: &Tensor, out: &Tensor) -> Result<Op> {
     expect_len(out, a.len(), "binary output")?;
     if b.is_empty() || !a.len().is_multiple_of(b.len()) {
@@ -75,6 +91,24 @@ pub fn binary(gpu: &Gpu, op: Binary, a: &Tensor, b: &Tensor, out: &Tensor) -> Re
 }
 
 /// grad_a, grad_b of `a (op) b` for same-shape inputs (mul needs the forward inputs).
+/// # Example
+///
+/// ```
+/// # pollster::block_on(async {
+/// use kiln::kernels::elementwise::{binary_backward, Binary};
+/// let gpu = kiln::Gpu::new().await?;
+/// let (a, b) = (gpu.tensor_from("a", &[2], &[3.0f32, -1.0])?, gpu.tensor_from("b", &[2], &[2.0f32, 5.0])?);
+/// let grad_out = gpu.tensor_from("grad_out", &[2], &[1.0f32, 0.5])?;
+/// let (grad_a, grad_b) = (gpu.tensor("grad_a", &[2])?, gpu.tensor("grad_b", &[2])?);
+/// // d(a·b): grad_a = grad_out·b, grad_b = grad_out·a
+/// gpu.run(&[&binary_backward(&gpu, Binary::Mul, &grad_out, Some((&a, &b)), &grad_a, &grad_b)?])?;
+/// assert_eq!((gpu.read_f32(&grad_a).await?, gpu.read_f32(&grad_b).await?), (vec![2.0, 2.5], vec![3.0, -0.5]));
+/// // d(a − b) needs no inputs: grad_a = grad_out, grad_b = −grad_out (Add: both grad_out)
+/// gpu.run(&[&binary_backward(&gpu, Binary::Sub, &grad_out, None, &grad_a, &grad_b)?])?;
+/// assert_eq!(gpu.read_f32(&grad_b).await?, [-1.0, -0.5]);
+/// # Ok::<(), kiln::KilnError>(())
+/// # }).unwrap();
+/// ```
 pub fn binary_backward(gpu: &Gpu, op: Binary, grad_out: &Tensor, inputs: Option<(&Tensor, &Tensor)>, grad_a: &Tensor, grad_b: &Tensor) -> Result<Op> {
     let n = grad_out.len();
     expect_len(grad_a, n, "grad_a")?;
@@ -92,6 +126,25 @@ pub fn binary_backward(gpu: &Gpu, op: Binary, grad_out: &Tensor, inputs: Option<
     }
 }
 
+/// out = f(x) elementwise (the seed's `relu`, `silu` and a tanh): the MLP uses the fused
+/// `bias_activation` instead; this is for passes of your own.
+///
+/// # Example
+///
+/// ```
+/// # pollster::block_on(async {
+/// use kiln::kernels::elementwise::{activation, Activation};
+/// let gpu = kiln::Gpu::new().await?;
+/// let x = gpu.tensor_from("x", &[3], &[-1.0f32, 0.0, 2.0])?;
+/// let out = gpu.tensor("out", &[3])?;
+/// gpu.run(&[&activation(&gpu, Activation::Relu, &x, &out)?])?;
+/// assert_eq!(gpu.read_f32(&out).await?, [0.0, 0.0, 2.0]);
+/// gpu.run(&[&activation(&gpu, Activation::Silu, &x, &out)?])?; // x·sigmoid(x)
+/// let silu = gpu.read_f32(&out).await?;
+/// assert!((silu[0] + 0.268_941_4).abs() < 1e-6 && silu[1] == 0.0 && (silu[2] - 1.761_594_2).abs() < 1e-6);
+/// # Ok::<(), kiln::KilnError>(())
+/// # }).unwrap();
+/// ```
 pub fn activation(gpu: &Gpu, act: Activation, x: &Tensor, out: &Tensor) -> Result<Op> {
     expect_len(out, x.len(), "activation output")?;
     let kernel = match act {

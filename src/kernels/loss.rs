@@ -79,6 +79,24 @@ pub fn cross_entropy(gpu: &Gpu, logits: &Tensor, targets: &Tensor, row_loss: &Te
 }
 
 /// Gradient only: `dlogits = dloss[0] · (softmax − onehot)/N`, dloss a 1-element GPU buffer.
+/// # Example
+///
+/// ```
+/// # pollster::block_on(async {
+/// use kiln::kernels::loss::cross_entropy_backward;
+/// let gpu = kiln::Gpu::new().await?;
+/// // Two rows of three logits, all equal: softmax is 1/3 everywhere.
+/// let logits = gpu.tensor_from("logits", &[2, 3], &[0.0f32; 6])?;
+/// let targets = gpu.tensor_from("targets", &[2], &[0u32, 2])?;
+/// let dloss = gpu.tensor_from("dloss", &[1], &[1.0f32])?;
+/// let dlogits = gpu.tensor("dlogits", &[2, 3])?;
+/// gpu.run(&[&cross_entropy_backward(&gpu, &logits, &targets, &dloss, &dlogits)?])?;
+/// let (third, target) = (1.0 / 6.0, (1.0 / 3.0 - 1.0) / 2.0); // (softmax − onehot) / rows
+/// let want = [target, third, third, third, third, target];
+/// assert!(gpu.read_f32(&dlogits).await?.iter().zip(want).all(|(g, w)| (g - w).abs() < 1e-6));
+/// # Ok::<(), kiln::KilnError>(())
+/// # }).unwrap();
+/// ```
 pub fn cross_entropy_backward(gpu: &Gpu, logits: &Tensor, targets: &Tensor, dloss: &Tensor, dlogits: &Tensor) -> Result<Op> {
     let (rows, vocab) = ce_shape(logits, targets)?;
     expect_scalar(dloss, "dloss")?;

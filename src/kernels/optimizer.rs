@@ -149,6 +149,21 @@ pub fn grad_norm_squared(gpu: &Gpu, grads: &[&Tensor], partials: &Tensor, norm_s
 
 /// `grad *= min(1, max_norm / (sqrt(norm_sq[0]) + 1e-6))`, norm_sq read on the GPU. A
 /// non-finite norm leaves the gradient unchanged (the optimizers then skip the step).
+/// # Example
+///
+/// ```
+/// # pollster::block_on(async {
+/// use kiln::kernels::optimizer::clip_grad_by_norm;
+/// let gpu = kiln::Gpu::new().await?;
+/// let grad = gpu.tensor_from("grad", &[2], &[3.0f32, 4.0])?;
+/// // ‖grad‖² as the GPU's norm kernels leave it: 25, so the norm is 5.
+/// let norm_sq = gpu.tensor_from("norm_sq", &[1], &[25.0f32])?;
+/// gpu.run(&[&clip_grad_by_norm(&gpu, &grad, &norm_sq, 1.0)?])?;
+/// let g = gpu.read_f32(&grad).await?; // scaled to norm 1 (up to the 1e-6 guard)
+/// assert!((g[0] - 0.6).abs() < 1e-5 && (g[1] - 0.8).abs() < 1e-5);
+/// # Ok::<(), kiln::KilnError>(())
+/// # }).unwrap();
+/// ```
 pub fn clip_grad_by_norm(gpu: &Gpu, grad: &Tensor, norm_sq: &Tensor, max_norm: f32) -> Result<Op> {
     expect_scalar(norm_sq, "norm_sq")?;
     ensure(max_norm.is_finite() && max_norm > 0.0, "max_norm", || format!("must be > 0, got {max_norm}"))?;
@@ -212,6 +227,19 @@ pub fn sgd_update(
 }
 
 /// `grad += new` (accumulation over micro-batches).
+/// # Example
+///
+/// ```
+/// # pollster::block_on(async {
+/// use kiln::kernels::optimizer::gradient_accumulate;
+/// let gpu = kiln::Gpu::new().await?;
+/// let grad = gpu.tensor_from("grad", &[3], &[1.0f32, 2.0, 3.0])?;
+/// let micro_batch = gpu.tensor_from("new", &[3], &[0.5f32, -2.0, 10.0])?;
+/// gpu.run(&[&gradient_accumulate(&gpu, &grad, &micro_batch)?])?;
+/// assert_eq!(gpu.read_f32(&grad).await?, [1.5, 0.0, 13.0]);
+/// # Ok::<(), kiln::KilnError>(())
+/// # }).unwrap();
+/// ```
 pub fn gradient_accumulate(gpu: &Gpu, grad: &Tensor, new: &Tensor) -> Result<Op> {
     expect_len(new, grad.len(), "new gradient")?;
     gpu.op(&GRADIENT_ACCUMULATE, &[T(grad), T(new)], gpu.grid(groups_1d(grad.len())))

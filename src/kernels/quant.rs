@@ -27,6 +27,20 @@ struct AffineParams {
 }
 
 /// out[i] = u8 element i of `packed` (ceil(N/4) words) as f32; `out` has N elements.
+/// # Example
+///
+/// ```
+/// # pollster::block_on(async {
+/// use kiln::kernels::quant::dequantize;
+/// let gpu = kiln::Gpu::new().await?;
+/// // Five u8 values 1, 2, 3, 250, 7, four to a word (element 4w+n in bits 8n..8n+7).
+/// let packed = gpu.tensor_from("packed", &[2], &[0xFA03_0201u32, 0x07])?;
+/// let out = gpu.tensor("out", &[5])?;
+/// gpu.run(&[&dequantize(&gpu, &packed, &out)?])?;
+/// assert_eq!(gpu.read_f32(&out).await?, [1.0, 2.0, 3.0, 250.0, 7.0]);
+/// # Ok::<(), kiln::KilnError>(())
+/// # }).unwrap();
+/// ```
 pub fn dequantize(gpu: &Gpu, packed: &Tensor, out: &Tensor) -> Result<Op> {
     expect_len(packed, out.len().div_ceil(4), "packed u8 words (4 per word) for the output")?;
     gpu.op(&DEQUANTIZE, &[T(packed), T(out)], gpu.grid(groups_1d(out.len())))
@@ -69,6 +83,20 @@ pub fn fp32_to_fp16(gpu: &Gpu, input: &Tensor, out: &Tensor) -> Result<Op> {
 }
 
 /// Widens the N f16 values packed in ceil(N/2) words to f32 bit patterns (exact).
+/// # Example
+///
+/// ```
+/// # pollster::block_on(async {
+/// use kiln::kernels::quant::fp16_to_fp32;
+/// let gpu = kiln::Gpu::new().await?;
+/// // Halves 1.0 (0x3C00) and -2.5 (0xC100) in one word, then 65504 (0x7BFF, f16's largest).
+/// let packed = gpu.tensor_from("packed", &[2], &[0xC100_3C00u32, 0x7BFF])?;
+/// let out = gpu.tensor("out", &[3])?;
+/// gpu.run(&[&fp16_to_fp32(&gpu, &packed, &out)?])?;
+/// assert_eq!(gpu.read_f32(&out).await?, [1.0, -2.5, 65504.0]);
+/// # Ok::<(), kiln::KilnError>(())
+/// # }).unwrap();
+/// ```
 pub fn fp16_to_fp32(gpu: &Gpu, packed: &Tensor, out: &Tensor) -> Result<Op> {
     expect_len(packed, out.len().div_ceil(2), "packed f16 words (2 per word) for the output")?;
     gpu.op(&FP16_TO_FP32, &[T(packed), T(out)], gpu.grid(groups_1d(out.len())))

@@ -51,6 +51,23 @@ pub fn softmax(gpu: &Gpu, x: &Tensor, out: &Tensor, len: usize, mask: Mask) -> R
 }
 
 /// grad_in = y * (grad_out - Σ y·grad_out) per row, from the forward output y (same mask).
+/// # Example
+///
+/// ```
+/// # pollster::block_on(async {
+/// use kiln::kernels::softmax::{softmax, softmax_backward, Mask};
+/// let gpu = kiln::Gpu::new().await?;
+/// let x = gpu.tensor_from("x", &[1, 3], &[1.0f32, 2.0, 3.0])?;
+/// let (y, grad_in) = (gpu.tensor("y", &[1, 3])?, gpu.tensor("grad_in", &[1, 3])?);
+/// // The gradient of y[2] alone: y2·(onehot − y), which sums to zero over the row.
+/// let grad_out = gpu.tensor_from("grad_out", &[1, 3], &[0.0f32, 0.0, 1.0])?;
+/// gpu.run(&[&softmax(&gpu, &x, &y, 3, Mask::None)?, &softmax_backward(&gpu, &grad_out, &y, &grad_in, 3, Mask::None)?])?;
+/// let (p, g) = (gpu.read_f32(&y).await?, gpu.read_f32(&grad_in).await?);
+/// assert!((g[0] + p[2] * p[0]).abs() < 1e-6 && (g[2] - p[2] * (1.0 - p[2])).abs() < 1e-6);
+/// assert!(g.iter().sum::<f32>().abs() < 1e-6);
+/// # Ok::<(), kiln::KilnError>(())
+/// # }).unwrap();
+/// ```
 pub fn softmax_backward(gpu: &Gpu, grad_out: &Tensor, y: &Tensor, grad_in: &Tensor, len: usize, mask: Mask) -> Result<Op> {
     let p = params(y, len, mask)?;
     expect_len(grad_out, y.len(), "softmax_backward grad_out")?;
