@@ -1,13 +1,15 @@
 // Kiln in the browser's engine without a browser: the npm build (pkg/, `make npm`) on Dawn
 // through Node's `webgpu` package (bench/engine_bench.mjs does the measuring).
 //
-//   node bench/dawn_bench.mjs [--quick] [--seconds 3] [--json FILE]
+//   node bench/dawn_bench.mjs [--quick | --scaling] [--seconds 3] [--json FILE]
+//
+// --scaling trains the scaling table's configs (presets::scaling) instead of the presets.
 //
 // Without a GPU, Dawn needs SwiftShader: VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json
 import fs from 'node:fs';
 import { create, globals } from 'webgpu';
 import * as kiln from '../pkg/kiln.js';
-import { benchMatmul } from '../pkg/kiln_wasm.js';
+import { benchMatmul, scalingConfigs } from '../pkg/kiln_wasm.js';
 import { benchKiln } from './engine_bench.mjs';
 
 const arg = (name, fallback) => {
@@ -17,7 +19,8 @@ const arg = (name, fallback) => {
 
 Object.assign(globalThis, globals);
 await kiln.init({ gpu: create([]) });
-const report = await benchKiln({ kiln, benchMatmul, engine: 'Dawn (node webgpu)', quick: process.argv.includes('--quick'), seconds: Number(arg('--seconds', 3)) });
+const configs = process.argv.includes('--scaling') ? scalingConfigs() : null;
+const report = await benchKiln({ kiln, benchMatmul, engine: 'Dawn (node webgpu)', quick: process.argv.includes('--quick'), seconds: Number(arg('--seconds', 3)), configs });
 const out = arg('--json');
 if (out) fs.writeFileSync(out, JSON.stringify(report, null, 2));
 process.exit(0);

@@ -2,16 +2,19 @@
 // (bench/dawn_bench.mjs) or a page in headless Chromium (bench/chromium_bench.mjs). Matmul
 // GFLOP/s and preset training throughput, measured as the native `kiln bench` measures them.
 
-/** `kiln`: the kiln-gpu module, initialized; `benchMatmul` from its wasm bindings. */
-export async function benchKiln({ kiln, benchMatmul, engine, quick = false, seconds = 3, log = console.log }) {
+/**
+ * `kiln`: the kiln-gpu module, initialized; `benchMatmul` from its wasm bindings. `configs`:
+ * [{name, config}] to train instead of the presets (the scaling table), with no matmuls.
+ */
+export async function benchKiln({ kiln, benchMatmul, engine, quick = false, seconds = 3, log = console.log, configs = null }) {
   const { Kiln, preset, adapterInfo } = kiln;
   const adapter = await adapterInfo();
   const report = { engine, adapter, matmul: [], training: [] };
   log(`adapter: ${adapter.name} (${adapter.backend})`);
 
   const squares = quick ? [256, 512] : [256, 512, 1024, 2048, 4096];
-  const shapes = squares.map((s) => [`${s}³`, s, s, s, false]);
-  if (!quick) {
+  const shapes = configs ? [] : squares.map((s) => [`${s}³`, s, s, s, false]);
+  if (!quick && !configs) {
     shapes.push(['llama-small qkv', 4096, 768, 256, true], ['llama-small up', 4096, 1024, 256, true], ['llama-small down', 4096, 256, 1024, true]);
   }
   for (const [label, m, n, k, transB] of shapes) {
@@ -20,9 +23,10 @@ export async function benchKiln({ kiln, benchMatmul, engine, quick = false, seco
     log(`matmul ${label.padEnd(18)} ${gflops.toFixed(1).padStart(10)} GFLOP/s`);
   }
 
-  for (const name of quick ? ['mlp-spiral', 'llama-tiny'] : ['mlp-spiral', 'llama-tiny', 'llama-small']) {
-    const run = await Kiln.create(preset(name));
-    const chunk = name === 'mlp-spiral' ? 50 : quick ? 2 : 10;
+  const runs = configs ?? (quick ? ['mlp-spiral', 'llama-tiny'] : ['mlp-spiral', 'llama-tiny', 'llama-small']).map((name) => ({ name, config: preset(name) }));
+  for (const { name, config } of runs) {
+    const run = await Kiln.create(config);
+    const chunk = config.model.mlp ? 50 : quick ? 2 : 10;
     await run.train({ steps: 3, readEvery: 3 });
     let steps = 0;
     let loss = NaN;
@@ -34,7 +38,7 @@ export async function benchKiln({ kiln, benchMatmul, engine, quick = false, seco
     }
     const rate = steps / ((performance.now() - t0) / 1000);
     const info = run.info;
-    const r = { preset: name, steps_per_sec: rate, tokens_per_sec: rate * info.tokensPerStep, dispatches_per_step: info.dispatchesPerStep, final_loss: loss };
+    const r = { preset: name, parameters: info.parameters, steps_per_sec: rate, tokens_per_sec: rate * info.tokensPerStep, dispatches_per_step: info.dispatchesPerStep, final_loss: loss };
     report.training.push(r);
     log(`${name.padEnd(12)} ${rate.toFixed(1).padStart(9)} steps/s ${r.tokens_per_sec.toFixed(0).padStart(10)} tokens/s  ${info.dispatchesPerStep} dispatches  loss ${Number(loss).toFixed(4)}`);
     await run.dispose();

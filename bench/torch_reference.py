@@ -1,7 +1,10 @@
 """PyTorch side of Kiln's benchmarks: the same presets and matmul shapes, fp32 with TF32 off,
-eager and torch.compile. Prints a table and writes JSON (--json FILE).
+in every training mode up to PyTorch's strongest (eager; torch.compile; torch.compile with CUDA
+graphs, mode="reduce-overhead", and fused AdamW; the whole step captured as one CUDA graph,
+model eager or compiled; --autotune adds max-autotune), and the best of them per preset. Prints a table and writes JSON (--json FILE). --scaling FILE also times the
+configs of `kiln bench --scaling --json FILE` (Llama d_model 128…1024, MLP widths 16…1024).
 
-    python3 bench/torch_reference.py --json bench/torch-h200.json
+    python3 bench/torch_reference.py --json bench/torch-h200.json [--scaling kiln-scaling.json]
 
 Presets (as in src/presets.rs):
   mlp-spiral  2→16→16→2 ReLU MLP, batch 512, AdamW(lr 0.02), grad clip 1.0, cross-entropy
@@ -50,9 +53,9 @@ def bench_matmul(m, n, k, trans_b=False):
 
 
 class Mlp(nn.Module):
-    def __init__(self):
+    def __init__(self, width=16):
         super().__init__()
-        self.net = nn.Sequential(nn.Linear(2, 16), nn.ReLU(), nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 2))
+        self.net = nn.Sequential(nn.Linear(2, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(), nn.Linear(width, 2))
 
     def forward(self, x):
         return self.net(x)
@@ -116,55 +119,97 @@ class Llama(nn.Module):
         return self.head(self.norm(x))
 
 
-def train_rate(model, opt, batch_fn, loss_fn, seconds, chunk):
-    def step():
-        x, y = batch_fn()
-        opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model(x), y)
+# Training modes, weakest to strongest: eager; torch.compile (default mode); torch.compile with
+# CUDA graphs (mode="reduce-overhead") and fused AdamW; the whole step (forward, backward,
+# clipping, fused AdamW) captured as one CUDA graph and replayed, with the model eager
+# ("cuda-graph") or compiled ("compile+cuda-graph"); optionally max-autotune (also CUDA graphs,
+# with Triton autotuning: minutes of compiling, so behind --autotune).
+MODES = ["eager", "compile", "reduce-overhead", "cuda-graph", "compile+cuda-graph"]
+
+
+def train_rate(model, params, opt_kw, batch_fn, loss_fn, seconds, chunk, mode):
+    cuda = DEV == "cuda"
+    captured = mode.endswith("cuda-graph")
+    graphs = mode in ("reduce-overhead", "max-autotune")
+    if captured or (graphs and cuda):
+        opt = torch.optim.AdamW(params, **opt_kw, fused=True, capturable=captured)
+    else:
+        opt = torch.optim.AdamW(params, **opt_kw)
+    fwd = model if mode in ("eager", "cuda-graph") else torch.compile(model, mode=mode if graphs else None)
+
+    def body(x, y):
+        loss = loss_fn(fwd(x), y)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         return loss
 
-    for _ in range(5):
+    def step():
+        if graphs:
+            torch.compiler.cudagraph_mark_step_begin()
+        x, y = batch_fn()
+        opt.zero_grad(set_to_none=True)
+        return body(x, y)
+
+    if captured:
+        # PyTorch's whole-network capture: warm up on a side stream, then capture one step;
+        # each replay reads the batch copied into the static inputs.
+        static_x, static_y = batch_fn()
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(5):
+                opt.zero_grad(set_to_none=True)
+                body(static_x, static_y)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        opt.zero_grad(set_to_none=True)
+        with torch.cuda.graph(graph):
+            static_loss = body(static_x, static_y)
+
+        def step():  # noqa: F811
+            x, y = batch_fn()
+            static_x.copy_(x)
+            static_y.copy_(y)
+            graph.replay()
+            return static_loss
+
+    for _ in range(5 if not graphs else 10):
         step()
     sync()
     steps, t0 = 0, time.perf_counter()
     while time.perf_counter() - t0 < seconds or steps < chunk:
         for _ in range(chunk):
             loss = step()
-        loss.item()  # a readback per chunk, as Kiln reads its metrics ring
+        last = loss.item()  # a readback per chunk, as Kiln reads its metrics ring
         steps += chunk
-    return steps / (time.perf_counter() - t0), float(loss.item())
+    return steps / (time.perf_counter() - t0), float(last)
 
 
-def bench_mlp(compiled, seconds):
+def bench_mlp(mode, seconds, width=16):
     torch.manual_seed(0)
-    model = Mlp().to(DEV)
-    opt = torch.optim.AdamW(model.parameters(), lr=0.02, weight_decay=0.0)
+    model = Mlp(width).to(DEV)
     x = torch.randn(4096, 2, device=DEV)
     y = (x[:, 0] * x[:, 1] > 0).long()
-    fwd = torch.compile(model) if compiled else model
 
     def batch():
         i = torch.randint(0, 4096, (512,), device=DEV)
         return x[i], y[i]
 
-    rate, loss = train_rate(fwd, opt, batch, F.cross_entropy, seconds, 50)
+    opt_kw = {"lr": 0.02, "weight_decay": 0.0}
+    rate, loss = train_rate(model, model.parameters(), opt_kw, batch, F.cross_entropy, seconds, 50, mode)
     return {"steps_per_sec": rate, "tokens_per_sec": rate * 512, "final_loss": loss}
 
 
-def bench_llama(compiled, seconds, root):
+def bench_llama(mode, seconds, root, c=256, h=8, f=1024, layers=4, t=128, b=32):
     torch.manual_seed(0)
     text = open(os.path.join(root, "data", "genesis.txt")).read()
     chars = sorted(set(text))
-    data = torch.tensor([chars.index(c) for c in text], device=DEV)
-    model = Llama().to(DEV)
+    data = torch.tensor([chars.index(ch) for ch in text], device=DEV)
+    model = Llama(c=c, layers=layers, h=h, f=f).to(DEV)
     decay = [p for p in model.parameters() if p.dim() >= 2]
     rest = [p for p in model.parameters() if p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}], lr=1e-3, betas=(0.9, 0.99))
-    fwd = torch.compile(model) if compiled else model
-    b, t = 32, 128
+    groups = [{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}]
 
     def batch():
         i = torch.randint(0, len(data) - t - 1, (b,), device=DEV)
@@ -172,32 +217,63 @@ def bench_llama(compiled, seconds, root):
         w = data[off]
         return w[:, :-1], w[:, 1:]
 
-    loss_fn = lambda logits, y: F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
-    rate, loss = train_rate(fwd, opt, batch, loss_fn, seconds, 10)
+    loss_fn = lambda logits, y: F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))  # noqa: E731
+    rate, loss = train_rate(model, groups, {"lr": 1e-3, "betas": (0.9, 0.99)}, batch, loss_fn, seconds, 10, mode)
     return {"steps_per_sec": rate, "tokens_per_sec": rate * b * t, "final_loss": loss}
+
+
+def scaling_runs(path, modes, seconds, root):
+    """The configs of `kiln bench --scaling`'s JSON (its `scaling` rows), in every mode."""
+    rows = []
+    for row in json.load(open(path))["scaling"]:
+        model = row["config"]["model"]
+        for mode in modes:
+            if "llama" in model:
+                m = model["llama"]
+                r = bench_llama(mode, seconds, root, c=m["d_model"], h=m["heads"], f=m["hidden"], layers=m["layers"], t=m["context"], b=row["config"]["batch"])
+            else:
+                r = bench_mlp(mode, seconds, width=model["mlp"]["hidden"][0])
+            r.update({"name": row["name"], "mode": mode})
+            rows.append(r)
+            print(f"scaling {row['name']:<14} {mode:<16} {r['steps_per_sec']:9.1f} steps/s {r['tokens_per_sec']:12.0f} tokens/s", flush=True)
+    return rows
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--json")
     ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--autotune", action="store_true", help="also torch.compile mode=max-autotune (slow to compile)")
+    ap.add_argument("--scaling", help="the JSON of `kiln bench --scaling`: time its configs too")
+    ap.add_argument("--no-matmul", action="store_true")
+    ap.add_argument("--modes", help="comma-separated subset of the modes")
     args = ap.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    out = {"device": torch.cuda.get_device_name() if DEV == "cuda" else "cpu", "torch": torch.__version__, "matmul": [], "training": []}
+    modes = MODES + (["max-autotune"] if args.autotune else [])
+    if DEV != "cuda":
+        modes = ["eager", "compile"]  # CUDA graphs need CUDA
+    if args.modes:
+        modes = args.modes.split(",")
+    out = {"device": torch.cuda.get_device_name() if DEV == "cuda" else "cpu", "torch": torch.__version__, "matmul": [], "training": [], "best": {}}
     shapes = [(s, s, s, False, f"{s}³") for s in (256, 512, 1024, 2048, 4096)]
     shapes += [(4096, 768, 256, True, "llama-small qkv"), (4096, 1024, 256, True, "llama-small up"), (4096, 256, 1024, True, "llama-small down"), (512, 16, 16, True, "mlp-spiral hidden")]
-    for m, n, k, tb, label in shapes:
+    for m, n, k, tb, label in [] if args.no_matmul else shapes:
         r = bench_matmul(m, n, k, tb)
         r["shape"] = label
         out["matmul"].append(r)
         print(f"matmul {label:<18} {r['ms']:9.3f} ms {r['gflops']:10.1f} GFLOP/s", flush=True)
-    for name, fn in (("mlp-spiral", bench_mlp), ("llama-small", lambda c, s: bench_llama(c, s, root))):
-        for compiled in (False, True):
-            r = fn(compiled, args.seconds)
+    for name, fn in (("mlp-spiral", bench_mlp), ("llama-small", lambda mode, s: bench_llama(mode, s, root))):
+        for mode in modes:
+            r = fn(mode, args.seconds)
             r["preset"] = name
-            r["mode"] = "compile" if compiled else "eager"
+            r["mode"] = mode
             out["training"].append(r)
-            print(f"{name:<12} {r['mode']:<8} {r['steps_per_sec']:9.1f} steps/s {r['tokens_per_sec']:12.0f} tokens/s loss {r['final_loss']:.3f}", flush=True)
+            print(f"{name:<12} {mode:<16} {r['steps_per_sec']:9.1f} steps/s {r['tokens_per_sec']:12.0f} tokens/s loss {r['final_loss']:.3f}", flush=True)
+        best = max((r for r in out["training"] if r["preset"] == name), key=lambda r: r["tokens_per_sec"])
+        out["best"][name] = {"mode": best["mode"], "tokens_per_sec": best["tokens_per_sec"]}
+        print(f"{name:<12} best PyTorch: {best['mode']} {best['tokens_per_sec']:.0f} tokens/s", flush=True)
+    if args.scaling:
+        out["scaling"] = scaling_runs(args.scaling, modes, args.seconds, root)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=2)

@@ -1,12 +1,14 @@
 //! Native benchmarks (`kiln bench`): matmul GFLOP/s over square and preset shapes, and training
 //! throughput of the presets (steps/s, tokens/s, dispatches per step, host time to encode a
-//! step). Wall-clock timing around work that ends in a blocking wait, after warm-up runs.
+//! step), and with `--scaling` the cost curve over model sizes (presets::scaling). Wall-clock
+//! timing around work that ends in a blocking wait, after warm-up runs.
 //! Speed is measured here, never asserted in tests.
 
 use std::time::Instant;
 
 use serde::Serialize;
 
+use crate::config::SessionConfig;
 use crate::error::Result;
 use crate::gpu::Gpu;
 use crate::kernels::matmul::{matmul_ops, plan, small_max_k, MatmulDesc};
@@ -57,6 +59,26 @@ pub struct Report {
     pub profile: Vec<ProfileEntry>,
 }
 
+/// One row of the scaling table: a config of `presets::scaling` and its training speed.
+#[derive(Debug, Serialize)]
+pub struct ScalingResult {
+    pub name: String,
+    pub config: SessionConfig,
+    pub parameters: usize,
+    pub steps_per_sec: f64,
+    pub tokens_per_sec: f64,
+    pub dispatches_per_step: usize,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ScalingReport {
+    pub adapter: String,
+    pub backend: String,
+    pub scaling: Vec<ScalingResult>,
+    /// The Llama configs' steps, dispatch by dispatch (where the cost curve bends).
+    pub profile: Vec<ProfileEntry>,
+}
+
 /// Blocks until the GPU has finished everything submitted so far.
 fn sync(gpu: &Gpu) {
     gpu.wait();
@@ -102,7 +124,11 @@ fn bench_matmul(gpu: &Gpu, label: &str, d: MatmulDesc) -> Result<MatmulResult> {
 
 /// Each dispatch of a preset's training step timed alone, summed by entry point.
 fn profile(gpu: Gpu, name: &str) -> Result<Vec<ProfileEntry>> {
-    let cfg = preset(name).expect("bench presets exist");
+    profile_config(gpu, name, preset(name).expect("bench presets exist"))
+}
+
+/// `profile` of any config.
+fn profile_config(gpu: Gpu, name: &str, cfg: SessionConfig) -> Result<Vec<ProfileEntry>> {
     let mut s = Session::with_gpu(gpu, cfg)?;
     s.train(2)?;
     pollster::block_on(s.read_metrics())?;
@@ -122,7 +148,11 @@ fn profile(gpu: Gpu, name: &str) -> Result<Vec<ProfileEntry>> {
 }
 
 fn bench_training(gpu: Gpu, name: &str, seconds: f64, chunk: u64) -> Result<TrainResult> {
-    let cfg = preset(name).expect("bench presets exist");
+    bench_config(gpu, name, preset(name).expect("bench presets exist"), seconds, chunk).map(|(r, _)| r)
+}
+
+/// Training speed of `cfg`, and its parameter count.
+fn bench_config(gpu: Gpu, name: &str, cfg: SessionConfig, seconds: f64, chunk: u64) -> Result<(TrainResult, usize)> {
     let mut s = Session::with_gpu(gpu, cfg)?;
     // KILN_SNAPSHOT_EVERY=N measures recovery snapshots every N steps (0: none) instead of the
     // default, for A/B runs.
@@ -144,14 +174,39 @@ fn bench_training(gpu: Gpu, name: &str, seconds: f64, chunk: u64) -> Result<Trai
         steps += chunk;
     }
     let rate = steps as f64 / t0.elapsed().as_secs_f64();
-    Ok(TrainResult {
+    let result = TrainResult {
         preset: name.into(),
         steps_per_sec: rate,
         tokens_per_sec: rate * tokens_per_step,
         dispatches_per_step: s.dispatches_per_step(),
         host_us_per_step: host / steps as f64 * 1e6,
         final_loss: last,
-    })
+    };
+    Ok((result, s.params.count()))
+}
+
+/// The scaling table: every config of `presets::scaling`, each on a fresh device.
+pub async fn scaling(seconds: f64) -> Result<ScalingReport> {
+    let info = Gpu::new().await?.summary();
+    let (mut rows, mut profile) = (vec![], vec![]);
+    for (name, cfg) in crate::presets::scaling() {
+        let llama = matches!(cfg.model, crate::model::ModelConfig::Llama(_));
+        let (r, parameters) = bench_config(Gpu::new().await?, &name, cfg.clone(), seconds, if llama { 10 } else { 50 })?;
+        println!(
+            "{name:<12} {parameters:>10} params {:>10.1} steps/s {:>12.0} tokens/s {:>5} dispatches",
+            r.steps_per_sec, r.tokens_per_sec, r.dispatches_per_step
+        );
+        if llama {
+            let entries = profile_config(Gpu::new().await?, &name, cfg.clone())?;
+            for p in entries.iter().take(6) {
+                println!("    {:<28} {:>4} dispatches {:>9.1} µs/step", p.entry, p.dispatches, p.us_per_step);
+            }
+            profile.extend(entries);
+        }
+        let (steps_per_sec, tokens_per_sec, dispatches_per_step) = (r.steps_per_sec, r.tokens_per_sec, r.dispatches_per_step);
+        rows.push(ScalingResult { name, config: cfg, parameters, steps_per_sec, tokens_per_sec, dispatches_per_step });
+    }
+    Ok(ScalingReport { adapter: info.name, backend: info.backend, scaling: rows, profile })
 }
 
 /// Runs every benchmark; `quick` keeps sizes that a CPU adapter finishes in seconds.

@@ -80,3 +80,28 @@ fn llama_preset(name: &str) -> Option<SessionConfig> {
         seed: 1,
     })
 }
+
+/// The scaling table's configs (`kiln bench --scaling`, the Dawn bench, and through their JSON
+/// bench/torch_reference.py): llama-small's shape at d_model 128, 256, 512 and 1024 (4 layers,
+/// context 128, batch 32, heads of 32 up to 256 and of 64 above, SwiGLU 4×), and mlp-spiral at
+/// hidden widths 16, 64, 256 and 1024 (two hidden layers, batch 512).
+pub fn scaling() -> Vec<(String, SessionConfig)> {
+    let llama = preset("llama-small").expect("llama-small is a preset");
+    let mlp = preset("mlp-spiral").expect("mlp-spiral is a preset");
+    let mut out = vec![];
+    for d in [128, 256, 512, 1024] {
+        let mut cfg = llama.clone();
+        if let ModelConfig::Llama(l) = &mut cfg.model {
+            (l.d_model, l.heads, l.hidden) = (d, d / if d <= 256 { 32 } else { 64 }, 4 * d);
+        }
+        out.push((format!("llama-d{d}"), cfg));
+    }
+    for w in [16, 64, 256, 1024] {
+        let mut cfg = mlp.clone();
+        if let ModelConfig::Mlp(m) = &mut cfg.model {
+            m.hidden = vec![w, w];
+        }
+        out.push((format!("mlp-w{w}"), cfg));
+    }
+    out
+}

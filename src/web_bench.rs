@@ -63,3 +63,12 @@ pub async fn bench_matmul(m: usize, n: usize, k: usize, trans_b: bool) -> Result
     // In f64: m·n·k overflows wasm32's 32-bit usize from 2048³ on.
     Ok(2.0 * m as f64 * n as f64 * k as f64 / secs / 1e9)
 }
+
+/// The scaling table's configs (`presets::scaling`) as `[{name, config}]`, for
+/// `bench/dawn_bench.mjs --scaling`.
+#[wasm_bindgen(js_name = scalingConfigs)]
+pub fn scaling_configs() -> Result<JsValue, JsValue> {
+    let rows: Vec<serde_json::Value> =
+        crate::presets::scaling().into_iter().map(|(name, config)| serde_json::json!({ "name": name, "config": config })).collect();
+    js_sys::JSON::parse(&serde_json::Value::from(rows).to_string())
+}

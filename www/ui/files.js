@@ -86,26 +86,23 @@ export function wireFiles({ plot, send, showError, showNote, apply, cancelApply 
   };
 
   $('ckpt-save').onclick = () => send({ type: ToWorker.save, dtype: $('ckpt-f16').checked ? 'f16' : 'f32' });
-  $('ckpt-load').onchange = async (e) => {
-    const file = e.target.files?.[0];
-    e.target.value = '';
-    if (!file) return;
-    if (file.size > 512 << 20) return showError('Checkpoint: the file is larger than 512 MiB');
-    const bytes = new Uint8Array(await file.arrayBuffer());
-    send({ type: ToWorker.load, bytes }, [bytes.buffer]);
+  // Uploads of up to 512 MiB go to the worker as bytes (transferred, not copied).
+  const upload = (id, what, type) => {
+    $(id).onchange = async (e) => {
+      const file = e.target.files?.[0];
+      e.target.value = '';
+      if (!file) return;
+      if (file.size > 512 << 20) return showError(`${what}: the file is larger than 512 MiB`);
+      const bytes = new Uint8Array(await file.arrayBuffer());
+      send({ type, bytes }, [bytes.buffer]);
+    };
   };
+  upload('ckpt-load', 'Checkpoint', ToWorker.load);
 
   // The zip holds one folder named after the run; unzipped it is what `kiln import` and
   // `from_pretrained` read.
   $('export-zip').onclick = () => send({ type: ToWorker.exportFolder, name: `${$('preset').value || 'kiln'}-export` });
-  $('import-zip').onchange = async (e) => {
-    const file = e.target.files?.[0];
-    e.target.value = '';
-    if (!file) return;
-    if (file.size > 512 << 20) return showError('Export folder: the zip is larger than 512 MiB');
-    const bytes = new Uint8Array(await file.arrayBuffer());
-    send({ type: ToWorker.importFolder, bytes }, [bytes.buffer]);
-  };
+  upload('import-zip', 'Export folder', ToWorker.importFolder);
 }
 
 /** Saves `bytes` as `<preset>-<label><ext>` (label: `step<N>` by default; ext `.safetensors`). */
