@@ -1,4 +1,5 @@
-// attention_hd32.wgsl — the head_dim <= 32 variants of attention.wgsl's kernels. The two files
+// attention_hd32.wgsl — the head_dim <= 32 variants of attention.wgsl's kernels (build.rs also
+// generates the head_dim <= 64 ones from this file: keep its constants and names). The files
 // are one shader family (src/kernels/mod.rs concatenates them): these kernels reuse its params,
 // bindings, tiles and helpers, and differ only in keeping each head vector in registers.
 

@@ -30,15 +30,17 @@ pub use crate::gpu::{Access, Family, Kernel};
 pub use Access::{Read as R, ReadWrite as RW, Uniform as U};
 
 /// The shader families: `shaders/common.wgsl` followed by the family's file (and, for a family
-/// split for length, its continuation files), one const each, and `FAMILIES` listing them.
+/// split for length, its continuation files, and files build.rs generates into OUT_DIR), one
+/// const each, and `FAMILIES` listing them.
 macro_rules! families {
-    ($($name:ident => $file:literal $(+ $extra:literal)*),* $(,)?) => {
+    ($($name:ident => $file:literal $(+ $extra:literal)* $(+ generated $gen:literal)*),* $(,)?) => {
         $(pub const $name: &Family = &Family {
             name: $file,
             source: concat!(
                 include_str!("../../shaders/common.wgsl"),
                 include_str!(concat!("../../shaders/", $file, ".wgsl"))
                 $(, include_str!(concat!("../../shaders/", $extra, ".wgsl")))*
+                $(, include_str!(concat!(env!("OUT_DIR"), "/", $gen, ".wgsl")))*
             ),
         };)*
 
@@ -56,7 +58,7 @@ families! {
     REDUCE => "reduce",
     OPTIMIZER => "optimizer",
     ROPE => "rope",
-    ATTENTION => "attention" + "attention_hd32",
+    ATTENTION => "attention" + "attention_hd32" + generated "attention_hd64",
     EMBEDDING => "embedding",
     QUANT => "quant",
     CONV => "conv",

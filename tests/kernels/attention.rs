@@ -71,7 +71,9 @@ async fn shapes(gpu: &Gpu, c: &mut Checks) {
         dims(2, 64, 4, 32),
         dims(1, 70, 2, 6),    // head_dim not a multiple of 4; two query blocks
         dims(1, 130, 1, 128), // largest head: 8-row tiles, three blocks
-        dims(2, 70, 2, 36),   // smallest head of the general kernels (<= 32 take the _hd32 ones)
+        dims(2, 70, 2, 36),   // smallest head of the _hd64 kernels (<= 32 take the _hd32 ones)
+        dims(2, 40, 2, 64),   // largest head of the _hd64 kernels
+        dims(1, 70, 1, 68),   // smallest head of the general kernels
         dims(3, 5, 1, 1),
     ] {
         check(gpu, c, &mut rng, d).await;
