@@ -3,10 +3,9 @@
 //! text's characters. Transformers itself loads such a folder in bench/hf_check.py (on the GPU
 //! machine, which has it; figures in bench/RESULTS.md).
 
-use kiln::config::{DataConfig, PointData, SessionConfig, TextData};
+use kiln::config::{DataConfig, PointData};
 use kiln::data::PointTask;
 use kiln::kernels::elementwise::Activation;
-use kiln::model::llama::LlamaConfig;
 use kiln::model::mlp::MlpConfig;
 use kiln::model::ModelConfig;
 use kiln::session::Session;
@@ -16,16 +15,17 @@ use std::collections::HashMap;
 use safetensors::tensor::{Dtype, TensorView};
 use safetensors::SafeTensors;
 
+#[path = "support/export_folders.rs"]
+mod export_folders;
+use export_folders::{edit_json, text_llama};
+
 fn session(model: ModelConfig, data: DataConfig) -> Session {
-    let cfg = SessionConfig { model, data, batch: 4, optimizer: Default::default(), seed: 8 };
-    pollster::block_on(async { Session::with_gpu(Gpu::new().await.expect("GPU"), cfg) }).expect("valid")
+    export_folders::session(model, data, 8)
 }
 
 #[test]
 fn a_llama_exports_as_a_transformers_folder() {
-    let text = "the quick brown fox jumps over the lazy dog.\n".repeat(20);
-    let model = LlamaConfig { vocab: 40, d_model: 16, heads: 2, layers: 2, context: 16, hidden: 32, rope_theta: 10_000.0, norm_eps: 1e-5, short_conv: false };
-    let mut s = session(ModelConfig::Llama(model), DataConfig::Text(TextData { text: Some(text), validation_fraction: 0.1 }));
+    let mut s = text_llama(2, 8);
     s.train(3).unwrap();
     pollster::block_on(async {
         let files = s.export_hf().await.unwrap();
@@ -98,17 +98,9 @@ fn folder(s: &Session) -> HashMap<String, Vec<u8>> {
     pollster::block_on(s.export_hf()).unwrap().into_iter().map(|(n, b)| (n.to_string(), b)).collect()
 }
 
-fn edit_json(files: &mut HashMap<String, Vec<u8>>, name: &str, change: impl FnOnce(&mut serde_json::Value)) {
-    let mut v: serde_json::Value = serde_json::from_slice(&files[name]).unwrap();
-    change(&mut v);
-    files.insert(name.into(), serde_json::to_vec(&v).unwrap());
-}
-
 #[test]
 fn an_exported_folder_imports_back_exactly_and_what_kiln_cannot_hold_is_refused() {
-    let text = "the quick brown fox jumps over the lazy dog.\n".repeat(20);
-    let model = LlamaConfig { vocab: 40, d_model: 16, heads: 2, layers: 1, context: 16, hidden: 32, rope_theta: 10_000.0, norm_eps: 1e-5, short_conv: false };
-    let mut s = session(ModelConfig::Llama(model), DataConfig::Text(TextData { text: Some(text), validation_fraction: 0.1 }));
+    let mut s = text_llama(1, 8);
     s.train(4).unwrap();
     let good = folder(&s);
     let back = Session::from_hf(pollster::block_on(Gpu::new()).unwrap(), &good).unwrap();

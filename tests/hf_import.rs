@@ -3,12 +3,9 @@
 //! MLP export, and the committed fixture made by Transformers itself (tests/fixtures/hf-foreign,
 //! bench/make_hf_fixture.py): imported, it computes Transformers' logits.
 
-use std::collections::HashMap;
-
-use kiln::config::{DataConfig, PointData, SessionConfig, TextData};
+use kiln::config::{DataConfig, PointData};
 use kiln::data::PointTask;
 use kiln::kernels::elementwise::Activation;
-use kiln::model::llama::LlamaConfig;
 use kiln::model::mlp::MlpConfig;
 use kiln::model::ModelConfig;
 use kiln::session::generate::GenerateOptions;
@@ -18,25 +15,16 @@ use safetensors::tensor::{Dtype, TensorView};
 use safetensors::SafeTensors;
 use serde_json::{json, Value};
 
-type Files = HashMap<String, Vec<u8>>;
+#[path = "support/export_folders.rs"]
+mod export_folders;
+use export_folders::{edit_json, Files};
 
 fn gpu() -> Gpu {
     pollster::block_on(Gpu::new()).expect("GPU")
 }
 
-fn session(model: ModelConfig, data: DataConfig) -> Session {
-    let cfg = SessionConfig { model, data, batch: 4, optimizer: Default::default(), seed: 3 };
-    Session::with_gpu(gpu(), cfg).expect("valid")
-}
-
 fn exported(s: &Session) -> Files {
     pollster::block_on(s.export_files()).unwrap().into_iter().map(|(n, b)| (n.to_string(), b)).collect()
-}
-
-fn edit_json(files: &mut Files, name: &str, change: impl FnOnce(&mut Value)) {
-    let mut v: Value = serde_json::from_slice(&files[name]).unwrap();
-    change(&mut v);
-    files.insert(name.into(), serde_json::to_vec(&v).unwrap());
 }
 
 /// model.safetensors with each tensor passed through `change(name, values) -> Some(values)` (None drops it).
@@ -61,13 +49,13 @@ fn refused(files: &Files, field: &str, needle: &str) {
     assert!(named && err.to_string().contains(needle), "expected `{field}` … {needle}: {err}");
 }
 
+/// `text_llama`'s vocabulary and width.
 const VOCAB: usize = 40;
 const C: usize = 16;
 
+/// A trained `text_llama` of one layer.
 fn llama_run() -> Session {
-    let text = "the quick brown fox jumps over the lazy dog.\n".repeat(20);
-    let model = LlamaConfig { vocab: VOCAB, d_model: C, heads: 2, layers: 1, context: 16, hidden: 32, rope_theta: 10_000.0, norm_eps: 1e-5, short_conv: false };
-    let mut s = session(ModelConfig::Llama(model), DataConfig::Text(TextData { text: Some(text), validation_fraction: 0.1 }));
+    let mut s = export_folders::text_llama(1, 3);
     s.train(3).unwrap();
     s
 }
@@ -138,7 +126,7 @@ fn a_foreign_llama_imports_with_its_text_in_its_own_token_order() {
 fn an_mlp_export_imports_back_exactly() {
     let points = PointData { task: PointTask::Circles, points: 120, noise: 0.05, validation_fraction: 0.25, csv: None };
     let mlp = MlpConfig { input_dim: 2, hidden: vec![5, 3], output_dim: 2, activation: Activation::Silu };
-    let mut s = session(ModelConfig::Mlp(mlp), DataConfig::Points(points));
+    let mut s = export_folders::session(ModelConfig::Mlp(mlp), DataConfig::Points(points), 3);
     s.train(5).unwrap();
     let files = exported(&s);
     let back = Session::from_export(gpu(), &files).unwrap();

@@ -60,5 +60,6 @@ pub fn foreign_config(config: &Value, files: &HashMap<String, Vec<u8>>) -> Resul
     cfg.optimizer.schedule = Schedule::Constant;
     cfg.optimizer.lr = 1e-3;
     // Validated as any config (the model's limits name their fields).
-    SessionConfig::from_json(&serde_json::to_string(&cfg).expect("configs serialize")).map_err(|e| refuse("config.json", e.to_string()))
+    cfg.validate().map_err(|e| refuse("config.json", e.to_string()))?;
+    Ok(cfg)
 }

@@ -3,49 +3,9 @@
 // them. Exits non-zero if any check failed.
 import { create, globals } from 'webgpu';
 import { init, Kiln, presets, preset, validateConfig, shareConfig, openShared, readCheckpoint } from 'kiln-gpu';
+import { check, assert, rejects, failsWith, failures } from './checks.mjs';
 
 const DISPOSED = 'this Kiln run was disposed';
-let failed = 0;
-
-async function check(name, fn) {
-  const t0 = Date.now();
-  try {
-    await fn();
-    console.log(`ok - ${name} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
-  } catch (e) {
-    failed++;
-    console.log(`not ok - ${name}: ${e?.stack ?? e}`);
-  }
-}
-
-function assert(cond, message) {
-  if (!cond) throw new Error(message);
-}
-
-async function rejects(promise, needle, what) {
-  try {
-    await promise;
-  } catch (e) {
-    assert(e instanceof Error, `${what}: rejected with a non-Error ${String(e)}`);
-    assert(typeof e.code === 'string', `${what}: the Error has no code: ${e.message}`);
-    assert(e.message.includes(needle), `${what}: message ${JSON.stringify(e.message)} lacks ${JSON.stringify(needle)}`);
-    return e;
-  }
-  throw new Error(`${what}: resolved; a rejection naming ${needle} was expected`);
-}
-
-/** Rejects (or throws) with this `code` and `field`; returns the Error. */
-async function failsWith(call, code, field, what) {
-  let error = null;
-  try {
-    await call();
-  } catch (e) {
-    error = e;
-  }
-  assert(error instanceof Error, `${what}: expected an Error of code ${code}, got ${error}`);
-  assert(error.code === code && error.field === field, `${what}: code ${error.code}, field ${error.field} (${error.message}); expected ${code}, ${field}`);
-  return error;
-}
 
 /** mlp-xor's config, written out: preset() needs the module started. */
 const preset_free = () => ({
@@ -419,5 +379,5 @@ await check('after dispose() every call rejects', async () => {
   await run.dispose(); // twice is fine
 });
 
-console.log(`node checks: ${failed ? `${failed} failed` : 'all passed'}`);
-process.exitCode = failed ? 1 : 0;
+console.log(`node checks: ${failures() ? `${failures()} failed` : 'all passed'}`);
+process.exitCode = failures() ? 1 : 0;

@@ -124,7 +124,7 @@ async function main() {
   const rootPkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
   const webgpuVersion = rootPkg.devDependencies?.webgpu ?? 'latest';
   cpSync(join(here, 'vite-app'), app, { recursive: true });
-  cpSync(join(here, 'node-check.mjs'), join(app, 'node-check.mjs'));
+  for (const f of ['node-check.mjs', 'checks.mjs']) cpSync(join(here, f), join(app, f));
   cpSync(join(here, 'types-check.ts'), join(app, 'types-check.ts'));
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'kiln-npm-test', private: true, type: 'module' }, null, 2));
   const installed = await check('npm install the tarball, webgpu and vite@7 into a fresh project', async () => {
