@@ -20,6 +20,8 @@ hidden: Array<number>,
  */
 output_dim: number, activation: Activation, };
 
+export type Precision = "fp32" | "mixed";
+
 export type LlamaConfig = { 
 /**
  * Token vocabulary: at least the distinct characters of the text.
@@ -50,7 +52,14 @@ norm_eps?: number,
  * attention (the "short conv" of recent hybrid models): each position mixes in the two
  * before it. Its taps start as the identity. Default off.
  */
-short_conv?: boolean, };
+short_conv?: boolean, 
+/**
+ * How training stores numbers: `fp32` everywhere (the default), or `mixed`: the passes
+ * read an f16 copy of the weights and keep the activations the backward needs as f16,
+ * while the master weights, the optimizer state and the gradients stay fp32, with a
+ * dynamic loss scale (see `crate::loss_scale`).
+ */
+precision?: Precision, };
 
 export type ModelConfig = { "mlp": MlpConfig } | { "llama": LlamaConfig };
 
@@ -297,7 +306,12 @@ parameters: number,
 /**
  * GPU dispatches per optimizer step.
  */
-dispatchesPerStep: number, adapter: AdapterSummary, model: 'mlp' | 'llama', 
+dispatchesPerStep: number, 
+/**
+ * Bytes of GPU memory the run holds (weights, gradients, optimizer state, snapshots,
+ * activations), from Kiln's own count of its buffers.
+ */
+gpuBytes: number, adapter: AdapterSummary, model: 'mlp' | 'llama', 
 /**
  * The point task or sequence task, or 'text' for a Llama on text.
  */

@@ -95,6 +95,8 @@ export interface StepMetrics {
   loss: number;
   /** Global gradient norm before clipping. */
   gradNorm: number;
+  /** Mixed precision only: the loss scale the step used (see `precision` in LlamaConfig). */
+  lossScale?: number;
 }
 
 export interface Throughput {

@@ -138,10 +138,15 @@ export async function adapterInfo() {
   }
 }
 
-/** [step, loss, gradNorm, …] as `[{step, loss, gradNorm}]`. */
+/** [step, loss, gradNorm, lossScale, …] as `[{step, loss, gradNorm, lossScale?}]`
+ * (lossScale only in mixed precision, where it is never 0). */
 export function toMetrics(flat) {
   const out = [];
-  for (let i = 0; i + 2 < flat.length; i += 3) out.push({ step: flat[i], loss: flat[i + 1], gradNorm: flat[i + 2] });
+  for (let i = 0; i + 3 < flat.length; i += 4) {
+    const m = { step: flat[i], loss: flat[i + 1], gradNorm: flat[i + 2] };
+    if (flat[i + 3] > 0) m.lossScale = flat[i + 3];
+    out.push(m);
+  }
   return out;
 }
 

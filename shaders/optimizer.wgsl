@@ -175,3 +175,42 @@ fn gradient_scale(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wo
     if (i >= arrayLength(&scale_grad)) { return; }
     scale_grad[i] *= scale_params.factor;
 }
+
+// ---- loss_scale_update: dynamic loss scaling for mixed precision, one thread per step ----
+// Runs after the update. The loss gradient was multiplied by state[0] before the backward and
+// the gradients by state[1] = 1/state[0] after it (gradient_scale, fed from this state). A
+// finite norm² is a clean step: after `growth_interval` clean steps in a row the scale
+// doubles (up to LS_MAX). A non-finite one, whose update the NaN guard skipped, halves it (down
+// to 1), and a scale past LS_MAX comes back to it. ring[row] keeps the scale the step used.
+const LS_MAX: f32 = 16777216.0; // 2^24
+struct LossScaleParams {
+    row: u32,             // the metrics ring's row of this step
+    growth_interval: u32, // clean steps before the scale doubles
+    _pad0: u32,
+    _pad1: u32,
+};
+
+@group(0) @binding(0) var<storage, read> ls_norm_sq: array<f32>;     // (1)
+@group(0) @binding(1) var<storage, read_write> ls_state: array<f32>; // (4) scale, 1/scale, clean steps, 0
+@group(0) @binding(2) var<storage, read_write> ls_ring: array<f32>;  // (slots)
+@group(0) @binding(3) var<uniform> ls_params: LossScaleParams;
+
+@compute @workgroup_size(1)
+fn loss_scale_update() {
+    var scale = ls_state[0];
+    var clean = ls_state[2] + 1.0;
+    if (ls_params.row < arrayLength(&ls_ring)) { ls_ring[ls_params.row] = scale; }
+    // No arithmetic on an infinite scale (WGSL leaves it unspecified): start from above the cap.
+    if (!is_finite(scale)) { scale = 2.0 * LS_MAX; }
+    if (!is_finite(ls_norm_sq[0])) {
+        scale = max(scale * 0.5, 1.0);
+        clean = 0.0;
+    } else if (clean >= f32(ls_params.growth_interval)) {
+        scale = scale * 2.0;
+        clean = 0.0;
+    }
+    scale = min(scale, LS_MAX);
+    ls_state[0] = scale;
+    ls_state[1] = 1.0 / scale;
+    ls_state[2] = clean;
+}

@@ -26,6 +26,9 @@ pub struct RunInfo {
     pub parameters: usize,
     /// GPU dispatches per optimizer step.
     pub dispatches_per_step: usize,
+    /// Bytes of GPU memory the run holds (weights, gradients, optimizer state, snapshots,
+    /// activations), from Kiln's own count of its buffers.
+    pub gpu_bytes: f64,
     pub adapter: AdapterSummary,
     #[cfg_attr(test, ts(type = "'mlp' | 'llama'"))]
     pub model: &'static str,
@@ -62,6 +65,7 @@ impl RunInfo {
         RunInfo {
             parameters: s.params.count(),
             dispatches_per_step: s.dispatches_per_step(),
+            gpu_bytes: s.gpu.live().bytes as f64,
             adapter: s.gpu.summary(),
             model,
             task,
@@ -93,6 +97,7 @@ mod typescript {
             error::ErrorCode::decl(),
             kernels::elementwise::Activation::decl(),
             model::mlp::MlpConfig::decl(),
+            model::llama::Precision::decl(),
             model::llama::LlamaConfig::decl(),
             model::ModelConfig::decl(),
             data::PointTask::decl(),

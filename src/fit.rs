@@ -34,11 +34,21 @@ pub fn footprint(model: &ModelConfig, batch: usize) -> Footprint {
         ModelConfig::Llama(l) => {
             let n = b * l.context as u64;
             let (c, f, h, v, layers) = (l.d_model as u64, l.hidden as u64, l.heads as u64, l.vocab as u64, l.layers as u64);
-            let per_block = n * (c * (9 + l.short_conv as u64) + f * 3) + 2 * n * h;
-            (n * (c * 4 + v * 2) + layers * per_block + n * (3 * c + 3 * f), n * v.max(3 * c).max(f))
+            let conv = l.short_conv as u64;
+            let blocks = if l.mixed() {
+                // Per block two f16 stashes ((x, qkv, att) and (x1, up, gate): 3C + F words per
+                // row) and its lse; one block of f32 scratch shared by all (llama_acts.rs).
+                let scratch = n * (c + (4 * c).max(c + 2 * f) + (4 + conv) * c + f);
+                layers * (n * (3 * c + f) + n * h) + scratch
+            } else {
+                layers * (n * (c * (9 + conv) + f * 3) + 2 * n * h)
+            };
+            (n * (c * 4 + v * 2) + blocks + n * (3 * c + 3 * f), n * v.max(3 * c).max(f))
         }
     };
-    Footprint { total: 4 * (8 * params + acts), largest: 4 * params.max(widest) }
+    // Mixed precision adds the weights' f16 copy: half a word per parameter.
+    let copies = if model.mixed() { 8 * params + params.div_ceil(2) } else { 8 * params };
+    Footprint { total: 4 * (copies + acts), largest: 4 * params.max(widest) }
 }
 
 /// Refuses, before any allocation, a Llama whose vocabulary is smaller than the text's, and a

@@ -10,6 +10,7 @@ pub mod error;
 pub mod fit;
 pub mod gpu;
 pub mod kernels;
+pub mod loss_scale;
 pub mod mlx;
 pub mod model;
 pub mod optim;

@@ -5,7 +5,7 @@ use crate::config::{DataConfig, PointData, SequenceData, SessionConfig, TextData
 use crate::data::sequence::SequenceTask;
 use crate::data::PointTask;
 use crate::kernels::elementwise::Activation;
-use crate::model::llama::LlamaConfig;
+use crate::model::llama::{LlamaConfig, Precision};
 use crate::model::mlp::MlpConfig;
 use crate::model::ModelConfig;
 use crate::optim::{OptimConfig, Schedule};
@@ -70,6 +70,7 @@ fn llama_preset(name: &str) -> Option<SessionConfig> {
             rope_theta: 10_000.0,
             norm_eps: 1e-5,
             short_conv: false,
+            precision: Precision::Fp32,
         }),
         data: match task {
             Some(task) => DataConfig::Sequence(SequenceData { task, examples: 5000, digits: 6, validation_fraction: 0.1 }),

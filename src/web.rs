@@ -222,12 +222,12 @@ impl WebSession {
         self.session.train(steps as u64).map_err(js_error)
     }
 
-    /// `[step, loss, gradNorm]` triples of every step since the last read (at most the
-    /// metrics ring's size).
+    /// `[step, loss, gradNorm, lossScale]` of every step since the last read (at most the
+    /// metrics ring's size); lossScale is 0 unless the run trains in mixed precision.
     #[wasm_bindgen(js_name = readMetrics)]
     pub async fn read_metrics(&mut self) -> Result<Float64Array, JsValue> {
         let metrics = self.session.read_metrics().await.map_err(js_error)?;
-        let flat: Vec<f64> = metrics.iter().flat_map(|m| [m.step as f64, m.loss as f64, m.grad_norm as f64]).collect();
+        let flat: Vec<f64> = metrics.iter().flat_map(|m| [m.step as f64, m.loss as f64, m.grad_norm as f64, m.loss_scale.unwrap_or(0.0) as f64]).collect();
         Ok(Float64Array::from(flat.as_slice()))
     }
 

@@ -84,6 +84,7 @@ fn llama_on(text: &str, context: usize) -> SessionConfig {
             rope_theta: 10_000.0,
             norm_eps: 1e-5,
             short_conv: false,
+            precision: Default::default(),
         }),
         data: DataConfig::Text(TextData { text: Some(text.into()), validation_fraction: 0.1 }),
         batch: 4,

@@ -82,6 +82,7 @@ fn llama_config() -> SessionConfig {
             rope_theta: 10_000.0,
             norm_eps: 1e-5,
             short_conv: false,
+            precision: Default::default(),
         }),
         data: DataConfig::Text(TextData { text: Some(LLAMA_TEXT.repeat(2)), validation_fraction: 0.1 }),
         batch: 2,

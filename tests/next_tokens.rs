@@ -20,6 +20,7 @@ fn tiny() -> Session {
             rope_theta: 10_000.0,
             norm_eps: 1e-5,
             short_conv: false,
+            precision: Default::default(),
         }),
         data: DataConfig::Text(TextData { text: Some(text), validation_fraction: 0.1 }),
         batch: 4,

@@ -15,7 +15,18 @@ const B: usize = 2;
 const T: usize = 8;
 
 fn config(short_conv: bool, vocab: usize) -> LlamaConfig {
-    LlamaConfig { vocab, d_model: 8, heads: 2, layers: 2, context: T, hidden: 16, rope_theta: 10_000.0, norm_eps: 1e-5, short_conv }
+    LlamaConfig {
+        vocab,
+        d_model: 8,
+        heads: 2,
+        layers: 2,
+        context: T,
+        hidden: 16,
+        rope_theta: 10_000.0,
+        norm_eps: 1e-5,
+        short_conv,
+        precision: Default::default(),
+    }
 }
 
 fn llama(short_conv: bool) -> ModelConfig {
@@ -33,7 +44,7 @@ struct Pass {
 impl Pass {
     fn new(model: &ModelConfig, tokens: &[u32], targets: &[u32]) -> Pass {
         let gpu = pollster::block_on(Gpu::new()).unwrap();
-        let params = ParamStore::new(&gpu, model.param_specs(), 5).unwrap();
+        let params = ParamStore::new(&gpu, model.param_specs(), 5, false).unwrap();
         let (targets, loss) = (gpu.tensor_from("targets", &[B * T], targets).unwrap(), gpu.tensor("loss", &[1]).unwrap());
         let pass = model.training_pass(&gpu, &params, B, &targets, &loss, false).unwrap();
         gpu.write(&pass.input, tokens).unwrap();

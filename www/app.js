@@ -5,6 +5,7 @@
 
 import * as form from './ui/form.js';
 import { LossChart, RatioChart } from './ui/charts.js';
+import { LossScaleCard } from './ui/loss-scale.js';
 import { Heatmaps } from './ui/heatmaps.js';
 import { PointsPlot, plotColumns } from './ui/points.js';
 import { wireFiles, showCustomPoints, download, parseCsv, onParsedPoints } from './ui/files.js';
@@ -45,12 +46,13 @@ window.kilnPage = {
     heatmaps: heat.tiles.size, hasGrid: !!plot.grid, error: ui.configError || null, linkError: ui.linkError || null,
     hidden: !!state.hidden, lastWeights: state.lastWeights, recoveries: state.recoveries, gpuNotice: ui.gpuNotice || null,
     sampleError: ui.sampleError || null, cpuNotice: ui.cpuNotice || null, status: ui.status.text,
-    kept: runs.summary(), inside: inside.summary(), quantized: quant.summary(), prompt: $('sample-prompt').value, nextTokens: ui.nextTokens, grid: plot.grid ? { size: plot.grid.size, classes: plot.grid.classes } : null,
+    kept: runs.summary(), inside: inside.summary(), quantized: quant.summary(), lossScale: lossScale.summary(), prompt: $('sample-prompt').value, nextTokens: ui.nextTokens, grid: plot.grid ? { size: plot.grid.size, classes: plot.grid.classes } : null,
   }),
 };
 
 const loss = new LossChart($('loss-chart'));
 const ratios = new RatioChart($('ratio-chart'));
+const lossScale = new LossScaleCard($('loss-scale-card'), $('loss-scale-chart'));
 const heat = new Heatmaps($('heatmaps'));
 const plot = new PointsPlot($('data-canvas'));
 const inside = new Inside();
@@ -111,8 +113,7 @@ function onCreated({ info, dataset, config, origin, share }) {
   state.dataset = dataset;
   state.step = 0;
   showError('');
-  loss.reset();
-  ratios.reset();
+  loss.reset(); ratios.reset(); lossScale.reset(config);
   heat.reset();
   inside.reset(config);
   quant.reset(!!config.model.llama, origin);
@@ -122,7 +123,7 @@ function onCreated({ info, dataset, config, origin, share }) {
   loss.setLabel(mse ? 'MSE' : 'cross-entropy');
   ui.lossKind = mse ? '(mean squared error)' : '(cross-entropy, nats)';
   ui.valMetric = '';
-  ui.stats = { step: '0', sps: '–', tps: '–', params: info.parameters.toLocaleString('en-US') };
+  ui.stats = { step: '0', sps: '–', tps: '–', params: info.parameters.toLocaleString('en-US'), mem: `${(info.gpuBytes / 1e6).toFixed(info.gpuBytes < 1e7 ? 1 : 0)} MB` };
   ui.adapter = `GPU: ${info.adapter?.name ?? 'unknown'} (${info.adapter?.backend ?? 'WebGPU'}) · ${info.dispatchesPerStep} dispatches per step`;
   ui.llama = llama;
   ui.sample = null;
@@ -222,8 +223,7 @@ worker.onmessage = (e) => {
     case ToPage.loaded:
       state.step = m.step;
       pendingMetrics = [];
-      loss.reset();
-      ratios.reset();
+      loss.reset(); ratios.reset(); lossScale.reset(state.config);
       ui.stats = { ...ui.stats, step: String(m.step) };
       runs.loaded(state.config, state.info);
       showError('');
@@ -276,6 +276,7 @@ function onSnapshot(m) {
 
 function flushMetrics() {
   loss.push(pendingMetrics);
+  lossScale.push(pendingMetrics);
   pendingMetrics = [];
   ui.stats = { ...ui.stats, step: String(state.step) };
 }
@@ -292,6 +293,7 @@ function frame() {
   render();
   loss.draw();
   ratios.draw();
+  lossScale.draw();
   inside.draw();
   requestAnimationFrame(frame);
 }

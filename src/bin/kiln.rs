@@ -1,7 +1,7 @@
 //! `kiln`: the native command line.
 //!   kiln info                      the GPU adapter Kiln trains on
 //!   kiln presets                   the presets `train` accepts
-//!   kiln train <preset> [--steps N] [--seed S] [--save FILE] [--f16] [--short-conv] [--resume FILE]
+//!   kiln train <preset> [--steps N] [--seed S] [--save FILE] [--f16] [--short-conv] [--mixed] [--resume FILE]
 //!   kiln quantize <checkpoint> [--bits 8|4] [--group 32|64|128] [--out FILE]
 //!   kiln eval <checkpoint or quantized file>   validation loss (and a sample for a Llama)
 //!   kiln export <checkpoint> --to DIR          a Llama as a Hugging Face folder, an MLP as PyTorch
@@ -13,6 +13,7 @@ mod cli {
     use std::time::Instant;
 
     use indicatif::{ProgressBar, ProgressStyle};
+    use kiln::model::llama::Precision;
     use kiln::model::ModelConfig;
     use kiln::presets::{preset, PRESETS};
     use kiln::quantize::QuantizeOptions;
@@ -32,7 +33,7 @@ mod cli {
             }
             Some("config") => config(args.get(1).map(String::as_str)),
             Some("-h" | "--help" | "help") => {
-                println!("kiln info | kiln presets | kiln train <preset> [--steps N] [--seed S] [--save FILE] [--f16] [--short-conv] [--resume FILE] | kiln quantize <checkpoint> [--bits 8|4] [--group 32|64|128] [--out FILE] | kiln eval <file> | kiln export <checkpoint> --to DIR | kiln import DIR [--save FILE] | kiln bench [--quick | --scaling] [--seconds S] [--json FILE]");
+                println!("kiln info | kiln presets | kiln train <preset> [--steps N] [--seed S] [--save FILE] [--f16] [--short-conv] [--mixed] [--resume FILE] | kiln quantize <checkpoint> [--bits 8|4] [--group 32|64|128] [--out FILE] | kiln eval <file> | kiln export <checkpoint> --to DIR | kiln import DIR [--save FILE] | kiln bench [--quick | --scaling] [--seconds S] [--json FILE]");
                 Ok(())
             }
             Some("train") => pollster::block_on(train(&args[1..])),
@@ -42,7 +43,7 @@ mod cli {
             Some("export") => pollster::block_on(export(&args[1..])),
             Some("import") => pollster::block_on(import(&args[1..])),
             _ => {
-                eprintln!("usage: kiln info | kiln presets | kiln train <preset> [--steps N] [--seed S] [--save FILE] [--f16] [--short-conv] [--resume FILE] | kiln quantize <checkpoint> [--bits 8|4] [--group 32|64|128] [--out FILE] | kiln eval <file> | kiln export <checkpoint> --to DIR | kiln import DIR [--save FILE] | kiln bench [--quick | --scaling] [--seconds S] [--json FILE]");
+                eprintln!("usage: kiln info | kiln presets | kiln train <preset> [--steps N] [--seed S] [--save FILE] [--f16] [--short-conv] [--mixed] [--resume FILE] | kiln quantize <checkpoint> [--bits 8|4] [--group 32|64|128] [--out FILE] | kiln eval <file> | kiln export <checkpoint> --to DIR | kiln import DIR [--save FILE] | kiln bench [--quick | --scaling] [--seconds S] [--json FILE]");
                 return ExitCode::from(2);
             }
         };
@@ -220,15 +221,20 @@ mod cli {
         let mut cfg = preset(name).ok_or_else(|| KilnError::invalid("preset", format!("unknown preset `{name}`; see `kiln presets`")))?;
         only_options(
             &args[1..],
-            &["--f16", "--short-conv"],
+            &["--f16", "--short-conv", "--mixed"],
             &["--steps", "--seed", "--save", "--resume"],
-            "kiln train <preset> [--steps N] [--seed S] [--save FILE] [--f16] [--short-conv] [--resume FILE]",
+            "kiln train <preset> [--steps N] [--seed S] [--save FILE] [--f16] [--short-conv] [--mixed] [--resume FILE]",
         )?;
-        if args.iter().any(|a| a == "--short-conv") {
-            let ModelConfig::Llama(llama) = &mut cfg.model else {
-                return Err(KilnError::invalid("--short-conv", "is a Llama option; this preset is an MLP"));
-            };
-            llama.short_conv = true;
+        for option in ["--short-conv", "--mixed"] {
+            if args.iter().any(|a| a == option) {
+                let ModelConfig::Llama(llama) = &mut cfg.model else {
+                    return Err(KilnError::invalid(option, "is a Llama option; this preset is an MLP"));
+                };
+                match option {
+                    "--short-conv" => llama.short_conv = true,
+                    _ => llama.precision = Precision::Mixed,
+                }
+            }
         }
         let steps = flag(args, "--steps", 2000)?;
         cfg.seed = flag(args, "--seed", cfg.seed)?;
@@ -247,17 +253,18 @@ mod cli {
         let start = Instant::now();
         let first_step = session.step_count();
         let tokens_per_step = (session.cfg.batch * session.model().rows_per_example()) as f64;
-        let mut last_loss = f32::NAN;
+        let (mut last_loss, mut loss_scale) = (f32::NAN, String::new());
         let chunk = if matches!(session.model(), ModelConfig::Llama(_)) { 10 } else { 100 };
         while session.step_count() < steps {
             let n = chunk.min(steps - session.step_count());
             session.train(n)?;
             if let Some(m) = session.read_metrics().await?.last() {
                 last_loss = m.loss;
+                loss_scale = m.loss_scale.map(|s| format!("  loss scale {s}")).unwrap_or_default();
             }
             let rate = (session.step_count() - first_step) as f64 / start.elapsed().as_secs_f64();
             bar.set_position(session.step_count());
-            bar.set_message(format!("loss {last_loss:.4}  {rate:.1} steps/s  {:.0} tokens/s", rate * tokens_per_step));
+            bar.set_message(format!("loss {last_loss:.4}{loss_scale}  {rate:.1} steps/s  {:.0} tokens/s", rate * tokens_per_step));
         }
         bar.finish();
         let eval = session.evaluate(true).await?;

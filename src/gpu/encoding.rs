@@ -4,7 +4,7 @@
 //! on the CPU later (`Staging`). Natively, map callbacks fire when the device is polled
 //! (`Gpu::poll`, `Gpu::wait`); in the browser the event loop drives them.
 
-use crate::gpu::{Gpu, Op, Tensor};
+use crate::gpu::{Gpu, Op, Tensor, Uniform};
 
 /// One piece of a submission, run in order.
 pub enum Command<'a> {
@@ -12,6 +12,9 @@ pub enum Command<'a> {
     Clear(&'a Tensor),
     /// Copy `from` into `to` (same length).
     Copy { from: &'a Tensor, to: &'a Tensor },
+    /// Copy word `word` of `from` into the first word of a uniform: a factor computed on the
+    /// GPU (the loss scale) reaches a kernel's uniform without a CPU round trip.
+    CopyToUniform { from: &'a Tensor, word: u64, to: &'a Uniform },
     /// One compute pass over the dispatches, in order.
     Pass(&'a [&'a Op]),
 }
@@ -25,6 +28,7 @@ impl Gpu {
             match command {
                 Command::Clear(t) => encoder.clear_buffer(t.buffer(), 0, None),
                 Command::Copy { from, to } => encoder.copy_buffer_to_buffer(from.buffer(), from.offset(), to.buffer(), to.offset(), from.bytes()),
+                Command::CopyToUniform { from, word, to } => encoder.copy_buffer_to_buffer(from.buffer(), from.offset() + word * 4, &to.0, 0, 4),
                 Command::Pass(ops) => {
                     let mut pass = encoder.begin_compute_pass(&Default::default());
                     for op in ops.iter() {

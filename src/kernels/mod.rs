@@ -16,6 +16,7 @@ pub mod embedding;
 pub mod inspect;
 pub mod loss;
 pub mod matmul;
+mod matmul_plan;
 pub mod metrics;
 pub mod mlp_fused;
 pub mod norm;
@@ -33,7 +34,8 @@ pub use Access::{Read as R, ReadWrite as RW, Uniform as U};
 /// split for length, its continuation files, and files build.rs generates into OUT_DIR), one
 /// const each, and `FAMILIES` listing them.
 macro_rules! families {
-    ($($name:ident => $file:literal $(+ $extra:literal)* $(+ generated $gen:literal)*),* $(,)?) => {
+    ($($name:ident => $file:literal $(+ $extra:literal)* $(+ generated $gen:literal)*),* ;
+     generated only: $($gname:ident => $gfile:literal),* $(,)?) => {
         $(pub const $name: &Family = &Family {
             name: $file,
             source: concat!(
@@ -43,9 +45,13 @@ macro_rules! families {
                 $(, include_str!(concat!(env!("OUT_DIR"), "/", $gen, ".wgsl")))*
             ),
         };)*
+        $(pub const $gname: &Family = &Family {
+            name: $gfile,
+            source: concat!(include_str!("../../shaders/common.wgsl"), include_str!(concat!(env!("OUT_DIR"), "/", $gfile, ".wgsl"))),
+        };)*
 
         /// Every shader family.
-        pub const FAMILIES: &[&Family] = &[$($name),*];
+        pub const FAMILIES: &[&Family] = &[$($name,)* $($gname),*];
     };
 }
 
@@ -65,7 +71,9 @@ families! {
     SAMPLING => "sampling",
     METRICS => "metrics",
     INSPECT => "inspect",
-    MLP_FUSED => "mlp_fused" + "mlp_fused_serial",
+    MLP_FUSED => "mlp_fused" + "mlp_fused_serial";
+    generated only:
+    MATMUL_B16 => "matmul_b16",
 }
 
 /// Every kernel of every family.

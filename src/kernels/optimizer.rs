@@ -18,7 +18,10 @@ pub const SGD_UPDATE: Kernel = Kernel { entry: "sgd_update", family: F, bindings
 pub const GRADIENT_ACCUMULATE: Kernel = Kernel { entry: "gradient_accumulate", family: F, bindings: &[RW, R] };
 pub const GRADIENT_SCALE: Kernel = Kernel { entry: "gradient_scale", family: F, bindings: &[RW, U] };
 
-pub const KERNELS: &[&Kernel] = &[&GRADIENT_NORM_SQUARED, &CLIP_GRAD_BY_NORM, &ADAMW_UPDATE, &SGD_UPDATE, &GRADIENT_ACCUMULATE, &GRADIENT_SCALE];
+pub const LOSS_SCALE_UPDATE: Kernel = Kernel { entry: "loss_scale_update", family: F, bindings: &[R, RW, RW, U] };
+
+pub const KERNELS: &[&Kernel] =
+    &[&GRADIENT_NORM_SQUARED, &CLIP_GRAD_BY_NORM, &ADAMW_UPDATE, &SGD_UPDATE, &GRADIENT_ACCUMULATE, &GRADIENT_SCALE, &LOSS_SCALE_UPDATE];
 
 /// Mirrors `AdamParams` in optimizer.wgsl. PyTorch AdamW semantics; `t` is the step number
 /// (1 on the first update), `max_norm` 0 disables clipping.
@@ -248,14 +251,66 @@ pub fn gradient_accumulate(gpu: &Gpu, grad: &Tensor, new: &Tensor) -> Result<Op>
 /// `grad *= factor` (e.g. 1/k after accumulating k micro-batches).
 pub fn gradient_scale(gpu: &Gpu, grad: &Tensor, factor: f32) -> Result<Op> {
     ensure(factor.is_finite(), "factor", || format!("must be finite, got {factor}"))?;
-    let p = gpu.uniform("gradient_scale params", &OneFloat { value: factor, pad: [0.0; 3] });
-    gpu.op(&GRADIENT_SCALE, &[T(grad), Uni(&p)], gpu.grid(groups_1d(grad.len())))
+    gradient_scale_by(gpu, grad, &factor_uniform(gpu, factor))
+}
+
+/// A uniform holding `gradient_scale`'s factor (16 bytes, the factor first), to be bound by
+/// `gradient_scale_by` and rewritten later, by the CPU or by a copy from a GPU buffer.
+pub fn factor_uniform(gpu: &Gpu, factor: f32) -> Uniform {
+    gpu.uniform("gradient_scale params", &OneFloat { value: factor, pad: [0.0; 3] })
+}
+
+/// `grad *= factor` with the factor read from `factor` (see `factor_uniform`) when it runs.
+pub fn gradient_scale_by(gpu: &Gpu, grad: &Tensor, factor: &Uniform) -> Result<Op> {
+    gpu.op(&GRADIENT_SCALE, &[T(grad), Uni(factor)], gpu.grid(groups_1d(grad.len())))
+}
+
+/// Mirrors `LossScaleParams` in optimizer.wgsl (16 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct LossScaleParams {
+    pub row: u32,
+    pub growth_interval: u32,
+    pub pad: [u32; 2],
+}
+
+impl Validate for LossScaleParams {
+    fn validate(&self) -> Result<()> {
+        ensure(self.growth_interval >= 1, "growth_interval", || "must be at least 1".into())
+    }
+}
+
+/// Updates the loss scale `state` (4: scale, 1/scale, clean steps, 0) from this step's
+/// `norm_sq` (1) and records the scale used in `ring`[row] (see optimizer.wgsl).
+pub fn loss_scale_update(gpu: &Gpu, norm_sq: &Tensor, state: &Tensor, ring: &Tensor, params: &LossScaleParams) -> Result<UniformOp<LossScaleParams>> {
+    expect_scalar(norm_sq, "norm_sq")?;
+    expect_len(state, 4, "loss scale state")?;
+    params.validate()?;
+    let p = gpu.uniform("loss scale params", params);
+    let op = gpu.op(&LOSS_SCALE_UPDATE, &[T(norm_sq), T(state), T(ring), Uni(&p)], [1, 1, 1])?;
+    Ok(UniformOp { op, params: p, kind: PhantomData })
 }
 
 // ---------------------------------------------------------------- f64 references
 
 pub mod reference {
     use super::{AdamWParams, SgdParams};
+
+    /// The largest loss scale (2^24).
+    pub const LOSS_SCALE_MAX: f64 = 16_777_216.0;
+
+    /// One loss-scale update: (scale, clean steps) after a step whose squared gradient norm
+    /// was `norm_sq`, and the scale the step used.
+    pub fn loss_scale(scale: f64, clean: f64, norm_sq: f64, growth_interval: u32) -> (f64, f64) {
+        let (scale, clean) = if !norm_sq.is_finite() {
+            ((scale / 2.0).max(1.0), 0.0)
+        } else if clean + 1.0 >= growth_interval as f64 {
+            (scale * 2.0, 0.0)
+        } else {
+            (scale, clean + 1.0)
+        };
+        (scale.min(LOSS_SCALE_MAX), clean)
+    }
 
     pub fn norm_squared(grads: &[&[f64]]) -> f64 {
         grads.iter().flat_map(|g| g.iter()).map(|x| x * x).sum()

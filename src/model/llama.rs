@@ -38,6 +38,29 @@ pub struct LlamaConfig {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     #[cfg_attr(test, ts(as = "Option<_>", optional))]
     pub short_conv: bool,
+    /// How training stores numbers: `fp32` everywhere (the default), or `mixed`: the passes
+    /// read an f16 copy of the weights and keep the activations the backward needs as f16,
+    /// while the master weights, the optimizer state and the gradients stay fp32, with a
+    /// dynamic loss scale (see `crate::loss_scale`).
+    #[serde(default, skip_serializing_if = "Precision::is_fp32")]
+    #[cfg_attr(test, ts(as = "Option<_>", optional))]
+    pub precision: Precision,
+}
+
+/// Training precision of a Llama (`model.llama.precision`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    #[default]
+    Fp32,
+    Mixed,
+}
+
+impl Precision {
+    pub fn is_fp32(&self) -> bool {
+        *self == Precision::Fp32
+    }
 }
 
 fn default_theta() -> f32 {
@@ -68,6 +91,10 @@ impl LlamaConfig {
         })?;
         ensure(self.rope_theta.is_finite() && self.rope_theta > 1.0, "model.llama.rope_theta", || format!("must be > 1, got {}", shown(self.rope_theta)))?;
         ensure(self.norm_eps.is_finite() && self.norm_eps > 0.0, "model.llama.norm_eps", || format!("must be > 0, got {}", shown(self.norm_eps)))
+    }
+
+    pub fn mixed(&self) -> bool {
+        self.precision == Precision::Mixed
     }
 
     pub fn head_dim(&self) -> usize {

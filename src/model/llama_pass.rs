@@ -2,6 +2,8 @@
 //! dlogits to every parameter gradient (accumulated; the step clears them first). Each residual
 //! add is fused with the RMSNorm that follows it (`rms_norm_residual`). With `short_conv`, a
 //! causal width-3 convolution (conv.wgsl) sits between each block's first norm and its qkv.
+//! In mixed precision the matmuls read the weights' f16 copy and the activations live as
+//! `llama_acts.rs` describes: stashed as f16 in the forward, widened back in the backward.
 
 use crate::error::Result;
 use crate::gpu::Tensor;
@@ -12,38 +14,26 @@ use crate::kernels::elementwise::{silu_gate, silu_gate_backward};
 use crate::kernels::embedding::{embedding_backward, embedding_forward};
 use crate::kernels::matmul::{matmul_ops, MatmulDesc};
 use crate::kernels::norm::{rms_norm, rms_norm_backward, rms_norm_backward_weight, rms_norm_residual};
+use crate::kernels::quant::fp32_to_fp16;
 use crate::kernels::rope::{rope, rope_backward, RopeConfig};
 use crate::model::llama::LlamaConfig;
+use crate::model::llama_acts::{Activations, BlockActs, Stash};
 use crate::model::params::ParamStore;
 use crate::model::{Net, Taps};
 
-/// What one block saves for its backward. N = B·T rows.
-struct BlockActs {
-    /// (N, C) block input (the residual stream)
-    x: Tensor,
-    /// (N) and (N, C): attention RMSNorm's rstd and output
-    rstd1: Tensor,
-    n1: Tensor,
-    /// (N, C) what the qkv projection reads: the short conv of n1, or n1 itself
-    qkv_in: Tensor,
-    /// (N, 3C) q, k (rotated) and v
-    qkv: Tensor,
-    /// (N, C) attention output and (B, H, T) its log-sum-exp
-    att: Tensor,
-    lse: Tensor,
-    /// (N, C) x + attention projection, and (N) / (N, C) the MLP RMSNorm's rstd and output
-    x1: Tensor,
-    rstd2: Tensor,
-    n2: Tensor,
-    /// (N, F) up, gate and silu(up)·gate
-    up: Tensor,
-    gate: Tensor,
-    g: Tensor,
+/// The weight a pass reads: the packed f16 copy in mixed precision, else the fp32 weight.
+fn weight(p: &ParamStore, name: &str) -> (Tensor, bool) {
+    match p.weight16(name) {
+        Some(w16) => (w16, true),
+        None => (p.weight(name), false),
+    }
 }
 
 /// Y = X·Wᵀ: one dispatch, or a split-K pair for (tokens, small) outputs with a long k.
-fn linear(gpu: &Gpu, x: &Tensor, w: &Tensor, y: &Tensor, rows: usize, out: usize, inp: usize) -> Result<Vec<Op>> {
-    matmul_ops(gpu, x, w, y, MatmulDesc::new(rows, out, inp).trans_b())
+fn linear(gpu: &Gpu, p: &ParamStore, x: &Tensor, name: &str, y: &Tensor, (rows, out, inp): (usize, usize, usize)) -> Result<Vec<Op>> {
+    let (w, f16) = weight(p, name);
+    let desc = MatmulDesc::new(rows, out, inp).trans_b();
+    matmul_ops(gpu, x, &w, y, if f16 { desc.b_f16() } else { desc })
 }
 
 /// dW (out, in) += dyᵀ·x and dx (rows, in) = dy·W (or += when `acc`).
@@ -60,8 +50,10 @@ fn linear_backward(
     // dW has few output tiles and k = rows: matmul_ops splits it along k when that helps.
     let mut ops = matmul_ops(gpu, dy, x, &p.grad(name), MatmulDesc::new(out, inp, rows).trans_a().accumulate())?;
     if let Some((dx, acc)) = dx {
+        let (w, f16) = weight(p, name);
         let desc = MatmulDesc::new(rows, inp, out);
-        ops.extend(matmul_ops(gpu, dy, &p.weight(name), dx, if acc { desc.accumulate() } else { desc })?);
+        let desc = if acc { desc.accumulate() } else { desc };
+        ops.extend(matmul_ops(gpu, dy, &w, dx, if f16 { desc.b_f16() } else { desc })?);
     }
     Ok(ops)
 }
@@ -76,65 +68,87 @@ impl LlamaConfig {
         let eps = cfg.norm_eps;
         let dims = AttentionDims { batch, seq: t, heads: cfg.heads, head_dim: cfg.head_dim() };
         let rope_cfg = RopeConfig::qkv(cfg.head_dim(), cfg.heads, t, cfg.rope_theta);
-        let tensor = |name: &str, shape: &[usize]| gpu.tensor(name, shape);
+        let acts = Activations::new(gpu, cfg, batch)?;
 
-        let tokens = tensor("tokens", &[n])?;
-        let x0 = tensor("x0", &[n, c])?;
-        let mut fwd = vec![embedding_forward(gpu, &tokens, &p.weight("wte"), &x0)?];
-        let mut blocks: Vec<BlockActs> = vec![];
-        let mut taps = Taps::default();
-        let (mut x, mut rstd1, mut n1) = (x0, tensor("rstd", &[n])?, tensor("n1", &[n, c])?);
+        let tokens = gpu.tensor("tokens", &[n])?;
+        let mut fwd = vec![];
+        if let Some(w16) = &p.weights16 {
+            // The f16 weights follow the master weights, whatever changed them since.
+            fwd.push(fp32_to_fp16(gpu, &p.weights, w16)?);
+        }
+        let (mut x, mut rstd1, mut n1) = acts.stream(gpu, "x0")?;
+        fwd.push(embedding_forward(gpu, &tokens, &p.weight("wte"), &x)?);
         fwd.push(rms_norm(gpu, &x, &p.weight("blocks.0.attn_norm"), &n1, &rstd1, eps)?);
+        let mut blocks: Vec<(BlockActs, Option<Stash>)> = vec![];
+        let mut taps = Taps::default();
         for l in 0..cfg.layers {
-            let w = |s: &str| p.weight(&format!("blocks.{l}.{s}"));
-            let b = BlockActs {
-                x: x.clone(),
-                rstd1: rstd1.clone(),
-                n1: n1.clone(),
-                qkv_in: if cfg.short_conv { tensor("conv", &[n, c])? } else { n1.clone() },
-                qkv: tensor("qkv", &[n, 3 * c])?,
-                att: tensor("att", &[n, c])?,
-                lse: tensor("lse", &[dims.lse_len()])?,
-                x1: tensor("x1", &[n, c])?,
-                rstd2: tensor("rstd2", &[n])?,
-                n2: tensor("n2", &[n, c])?,
-                up: tensor("up", &[n, f])?,
-                gate: tensor("gate", &[n, f])?,
-                g: tensor("g", &[n, f])?,
-            };
-            let proj = tensor("proj", &[n, c])?;
-            let down = tensor("down", &[n, c])?;
+            let name = |s: &str| format!("blocks.{l}.{s}");
+            let w = |s: &str| p.weight(&name(s));
+            let b = acts.block(gpu, (&x, &rstd1, &n1), dims.lse_len())?;
+            let stash = acts.stash(gpu)?;
             if cfg.short_conv {
                 fwd.push(conv1d_shaped(gpu, &b.n1, &w("conv"), &w("conv_bias"), &b.qkv_in, ConvShape::causal_tokens(batch, t, c))?);
             }
-            fwd.extend(linear(gpu, &b.qkv_in, &w("qkv"), &b.qkv, n, 3 * c, c)?);
+            fwd.extend(linear(gpu, p, &b.qkv_in, &name("qkv"), &b.qkv, (n, 3 * c, c))?);
             fwd.push(rope(gpu, &b.qkv, &rope_cfg)?.op);
             fwd.push(attention_forward(gpu, dims, &b.qkv, &b.att, &b.lse)?);
-            fwd.extend(linear(gpu, &b.att, &w("proj"), &proj, n, c, c)?);
-            fwd.push(rms_norm_residual(gpu, &b.x, &proj, &w("mlp_norm"), &b.x1, &b.n2, &b.rstd2, eps)?);
-            fwd.extend(linear(gpu, &b.n2, &w("up"), &b.up, n, f, c)?);
-            fwd.extend(linear(gpu, &b.n2, &w("gate"), &b.gate, n, f, c)?);
+            fwd.extend(linear(gpu, p, &b.att, &name("proj"), &b.proj, (n, c, c))?);
+            if let Some(s) = &stash {
+                fwd.extend(acts.stash_ops(gpu, s, true)?);
+            }
+            fwd.push(rms_norm_residual(gpu, &b.x, &b.proj, &w("mlp_norm"), &b.x1, &b.n2, &b.rstd2, eps)?);
+            fwd.extend(linear(gpu, p, &b.n2, &name("up"), &b.up, (n, f, c))?);
+            fwd.extend(linear(gpu, p, &b.n2, &name("gate"), &b.gate, (n, f, c))?);
             fwd.push(silu_gate(gpu, &b.up, &b.gate, &b.g)?);
-            fwd.extend(linear(gpu, &b.g, &w("down"), &down, n, c, f)?);
+            fwd.extend(linear(gpu, p, &b.g, &name("down"), &b.down, (n, c, f))?);
+            if let Some(s) = &stash {
+                fwd.extend(acts.stash_ops(gpu, s, false)?);
+            }
             // x2 = x1 + down, fused with the next norm (the next block's, or the final one).
             let next_norm = if l + 1 < cfg.layers { p.weight(&format!("blocks.{}.attn_norm", l + 1)) } else { p.weight("final_norm") };
-            let (x2, r, nx) = (tensor("x2", &[n, c])?, tensor("rstd", &[n])?, tensor("n1", &[n, c])?);
-            fwd.push(rms_norm_residual(gpu, &b.x1, &down, &next_norm, &x2, &nx, &r, eps)?);
-            taps.layers.push((format!("blocks.{l}"), x2.clone()));
-            taps.attention.push((b.qkv.clone(), b.lse.clone()));
-            blocks.push(b);
-            (x, rstd1, n1) = (x2, r, nx);
+            (x, rstd1, n1) = acts.stream(gpu, "x2")?;
+            fwd.push(rms_norm_residual(gpu, &b.x1, &b.down, &next_norm, &x, &n1, &rstd1, eps)?);
+            blocks.push((b, stash));
         }
         // After the loop: x is the final residual stream, n1 its final norm, rstd1 that norm's rstd.
-        let logits = tensor("logits", &[n, v])?;
-        fwd.extend(linear(gpu, &n1, &p.weight("lm_head"), &logits, n, v, c)?);
-        let d_logits = tensor("dlogits", &[n, v])?;
+        taps_of(gpu, &acts, &blocks, &x, &mut fwd, &mut taps)?;
+        let logits = gpu.tensor("logits", &[n, v])?;
+        fwd.extend(linear(gpu, p, &n1, "lm_head", &logits, (n, v, c))?);
+        let d_logits = gpu.tensor("dlogits", &[n, v])?;
         let mut net = Net { input: tokens, output: logits, d_output: d_logits, forward: fwd, backward: vec![], taps };
         if train {
-            net.backward = backward(gpu, cfg, p, &net, &blocks, (&x, &rstd1, &n1), dims, &rope_cfg)?;
+            net.backward = backward(gpu, cfg, p, &net, &acts, &blocks, (&x, &rstd1, &n1), dims, &rope_cfg)?;
         }
         Ok(net)
     }
+}
+
+/// The look-inside views' tensors: each block's output (the next block's input) and q, k, v.
+/// In mixed precision they are the stashes' f16 views (the final residual stream gets one
+/// more dispatch into its own), which `Taps::widened` turns back into f32 for a view.
+fn taps_of(gpu: &Gpu, acts: &Activations, blocks: &[(BlockActs, Option<Stash>)], x_final: &Tensor, fwd: &mut Vec<Op>, taps: &mut Taps) -> Result<()> {
+    taps.packed = acts.is_mixed();
+    // Block l's input is block l - 1's output.
+    let mut outputs: Vec<Tensor> = vec![];
+    for (l, (b, stash)) in blocks.iter().enumerate() {
+        let (x, qkv) = match stash {
+            Some(s) => acts.stashed_x_qkv(s),
+            None => (b.x.clone(), b.qkv.clone()),
+        };
+        if l > 0 {
+            outputs.push(x);
+        }
+        taps.attention.push((qkv, b.lse.clone()));
+    }
+    if taps.packed {
+        let last = gpu.tensor("final stream (f16)", &[x_final.len() / 2])?;
+        fwd.push(fp32_to_fp16(gpu, x_final, &last)?);
+        outputs.push(last);
+    } else {
+        outputs.push(x_final.clone());
+    }
+    taps.layers = outputs.into_iter().enumerate().map(|(l, t)| (format!("blocks.{l}"), t)).collect();
+    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -143,7 +157,8 @@ fn backward(
     cfg: &LlamaConfig,
     p: &ParamStore,
     net: &Net,
-    blocks: &[BlockActs],
+    acts: &Activations,
+    blocks: &[(BlockActs, Option<Stash>)],
     (x_final, rstd_final, n_final): (&Tensor, &Tensor, &Tensor),
     dims: AttentionDims,
     rope_cfg: &RopeConfig,
@@ -162,8 +177,15 @@ fn backward(
     let mut ops = linear_backward(gpu, p, "lm_head", n_final, &net.d_output, Some((&dn, false)), (n, v, c))?;
     ops.push(rms_norm_backward(gpu, &dn, x_final, &p.weight("final_norm"), rstd_final, &dx, false)?);
     ops.extend(rms_norm_backward_weight(gpu, &dn, x_final, rstd_final, &p.grad("final_norm"))?);
-    for (l, b) in blocks.iter().enumerate().rev() {
+    let eps = cfg.norm_eps;
+    for (l, (b, stash)) in blocks.iter().enumerate().rev() {
         let name = |s: &str| format!("blocks.{l}.{s}");
+        if let Some(s) = stash {
+            // Mixed precision: x1, up and gate come back from f16; n2 and g are recomputed.
+            ops.extend(acts.widen_ops(gpu, s, false)?);
+            ops.push(rms_norm(gpu, &b.x1, &p.weight(&name("mlp_norm")), &b.n2, &b.rstd2, eps)?);
+            ops.push(silu_gate(gpu, &b.up, &b.gate, &b.g)?);
+        }
         // MLP: dx holds d(x2) = d(x1 + down).
         ops.extend(linear_backward(gpu, p, &name("down"), &b.g, &dx, Some((&dg, false)), (n, c, f))?);
         ops.push(silu_gate_backward(gpu, &b.up, &b.gate, &dg, &dup, &dgate)?);
@@ -171,6 +193,14 @@ fn backward(
         ops.extend(linear_backward(gpu, p, &name("gate"), &b.n2, &dgate, Some((&dn, true)), (n, f, c))?);
         ops.push(rms_norm_backward(gpu, &dn, &b.x1, &p.weight(&name("mlp_norm")), &b.rstd2, &dx, true)?);
         ops.extend(rms_norm_backward_weight(gpu, &dn, &b.x1, &b.rstd2, &p.grad(&name("mlp_norm")))?);
+        if let Some(s) = stash {
+            // x, qkv and att come back from f16; n1 (and the short conv) are recomputed.
+            ops.extend(acts.widen_ops(gpu, s, true)?);
+            ops.push(rms_norm(gpu, &b.x, &p.weight(&name("attn_norm")), &b.n1, &b.rstd1, eps)?);
+            if cfg.short_conv {
+                ops.push(conv1d_shaped(gpu, &b.n1, &p.weight(&name("conv")), &p.weight(&name("conv_bias")), &b.qkv_in, conv_shape)?);
+            }
+        }
         // Attention: dx now holds d(x1) = d(x + proj).
         ops.extend(linear_backward(gpu, p, &name("proj"), &b.att, &dx, Some((&datt, false)), (n, c, c))?);
         let bw = attention_backward(gpu, dims, &b.qkv, &b.att, &b.lse, &datt, &delta, &dqkv)?;

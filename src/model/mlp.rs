@@ -127,7 +127,7 @@ impl MlpConfig {
         let layers = acts.iter().enumerate().filter_map(|(l, a)| a.h.clone().map(|h| (format!("layer{l}"), h))).collect();
         let d_output = gpu.tensor("mlp d_output", &[batch, cfg.output_dim])?;
         let backward = if train { backward_ops(gpu, cfg, params, &input, &acts, &d_output, batch)? } else { vec![] };
-        Ok(Net { input, output, d_output, forward, backward, taps: Taps { layers, attention: vec![] } })
+        Ok(Net { input, output, d_output, forward, backward, taps: Taps { layers, ..Taps::default() } })
     }
 }
 

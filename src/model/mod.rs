@@ -3,6 +3,7 @@
 //! dispatches of one pass for a fixed batch, which a session replays every step.
 
 pub mod llama;
+mod llama_acts;
 pub mod llama_pass;
 pub mod mlp;
 pub mod params;
@@ -36,6 +37,28 @@ pub struct Taps {
     pub layers: Vec<(String, Tensor)>,
     /// A Llama's blocks: (B·T, 3C) q, k (rotated) and v, and (B, H, T) each query's log-sum-exp
     pub attention: Vec<(Tensor, Tensor)>,
+    /// Mixed precision: `layers` and the qkv of `attention` are packed f16 (half the words);
+    /// `widened` gives f32 copies.
+    pub packed: bool,
+}
+
+impl Taps {
+    /// The taps as f32, and the dispatches that fill them (none unless `packed`): views run
+    /// between steps, so widening a copy costs one small dispatch per tensor when asked.
+    pub fn widened(&self, gpu: &Gpu) -> Result<(Taps, Vec<Op>)> {
+        if !self.packed {
+            return Ok((self.clone(), vec![]));
+        }
+        let mut ops = vec![];
+        let mut widen = |t: &Tensor, name: &str| -> Result<Tensor> {
+            let wide = gpu.tensor(name, &[t.len() * 2])?;
+            ops.push(crate::kernels::quant::fp16_to_fp32(gpu, t, &wide)?);
+            Ok(wide)
+        };
+        let layers = self.layers.iter().map(|(name, t)| Ok((name.clone(), widen(t, name)?))).collect::<Result<Vec<_>>>()?;
+        let attention = self.attention.iter().map(|(qkv, lse)| Ok((widen(qkv, "qkv")?, lse.clone()))).collect::<Result<Vec<_>>>()?;
+        Ok((Taps { layers, attention, packed: false }, ops))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -59,6 +82,11 @@ impl ModelConfig {
             ModelConfig::Mlp(m) => m.param_specs(),
             ModelConfig::Llama(l) => l.param_specs(),
         }
+    }
+
+    /// Mixed-precision training (a Llama's `precision: "mixed"`).
+    pub fn mixed(&self) -> bool {
+        matches!(self, ModelConfig::Llama(l) if l.mixed())
     }
 
     /// Rows of output per input row: 1 for an MLP, the context length for a Llama.

@@ -82,15 +82,20 @@ pub struct ParamStore {
     /// (total) optimizer moments (AdamW m, v; SGD uses `m` as its momentum buffer)
     pub m: Tensor,
     pub v: Tensor,
+    /// Mixed precision: (total / 2) words, the weights as packed f16 pairs, which the passes
+    /// read; rewritten from `weights` (the fp32 master copy) at the start of every forward.
+    pub weights16: Option<Tensor>,
     /// Elements [0, decay_end) have weight decay; [decay_end, total) do not.
     pub decay_end: usize,
     pub total: usize,
 }
 
 impl ParamStore {
-    /// Lays out `specs` (decayed first), allocates the flat buffers, and initializes weights.
-    pub fn new(gpu: &Gpu, specs: Vec<ParamSpec>, seed: u64) -> Result<ParamStore> {
-        let align = (gpu.limits().min_storage_buffer_offset_alignment as usize / 4).max(1);
+    /// Lays out `specs` (decayed first), allocates the flat buffers, and initializes weights;
+    /// with `half_copy`, also the packed f16 copy (tensors then start at twice the alignment,
+    /// so that their halves start at a bindable offset too).
+    pub fn new(gpu: &Gpu, specs: Vec<ParamSpec>, seed: u64, half_copy: bool) -> Result<ParamStore> {
+        let align = (gpu.limits().min_storage_buffer_offset_alignment as usize / 4).max(1) * if half_copy { 2 } else { 1 };
         let Layout { entries, decay_end, total } = Layout::new(specs, align);
         let mut rng = Rng::new(seed);
         let mut init = vec![0f32; total];
@@ -110,6 +115,7 @@ impl ParamStore {
             grads: gpu.tensor("gradients", &[total])?,
             m: gpu.tensor("optimizer m", &[total])?,
             v: gpu.tensor("optimizer v", &[total])?,
+            weights16: if half_copy { Some(gpu.tensor("parameters (f16)", &[total / 2])?) } else { None },
             entries,
             decay_end,
             total,
@@ -124,6 +130,13 @@ impl ParamStore {
     pub fn weight(&self, name: &str) -> Tensor {
         let e = self.entry(name);
         self.weights.view(&e.spec.name, e.offset, e.spec.shape.clone())
+    }
+
+    /// The packed f16 view of parameter `name` (ceil(len / 2) words), when there is a copy.
+    pub fn weight16(&self, name: &str) -> Option<Tensor> {
+        let e = self.entry(name);
+        let half = self.weights16.as_ref()?;
+        Some(half.view(&format!("{} (f16)", e.spec.name), e.offset / 2, vec![e.elements().div_ceil(2)]))
     }
 
     /// The gradient view of parameter `name`.

@@ -16,6 +16,9 @@ pub struct TrainingPass {
     pub ops: Vec<Op>,
     /// The pass's internal tensors (none for the fused MLP pass, which keeps them in registers).
     pub taps: Taps,
+    /// (rows, outputs) the loss gradient the backward starts from, and the index in `ops` of
+    /// the backward's first dispatch (None for the fused pass): where a loss scale goes.
+    pub d_output: Option<(Tensor, usize)>,
 }
 
 impl ModelConfig {
@@ -27,13 +30,14 @@ impl ModelConfig {
                 // (B, input_dim)
                 let input = gpu.tensor("mlp input", &[batch, m.input_dim])?;
                 let ops = m.fused_pass(gpu, params, &input, targets, loss, regression)?;
-                return Ok(TrainingPass { input, ops, taps: Taps::default() });
+                return Ok(TrainingPass { input, ops, taps: Taps::default(), d_output: None });
             }
         }
         let net = self.build(gpu, params, batch, true)?;
         let loss_ops = loss_ops(gpu, &net, targets, loss, regression)?;
-        let Net { input, forward, backward, taps, .. } = net;
-        Ok(TrainingPass { input, ops: forward.into_iter().chain(loss_ops).chain(backward).collect(), taps })
+        let Net { input, forward, backward, taps, d_output, .. } = net;
+        let backward_at = forward.len() + loss_ops.len();
+        Ok(TrainingPass { input, ops: forward.into_iter().chain(loss_ops).chain(backward).collect(), taps, d_output: Some((d_output, backward_at)) })
     }
 }
 

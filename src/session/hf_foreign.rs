@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::config::{DataConfig, SessionConfig, TextData};
 use crate::data::text::TextCorpus;
 use crate::error::Result;
-use crate::model::llama::LlamaConfig;
+use crate::model::llama::{LlamaConfig, Precision};
 use crate::model::ModelConfig;
 use crate::optim::Schedule;
 use crate::presets::preset;
@@ -53,6 +53,7 @@ pub fn foreign_config(config: &Value, files: &HashMap<String, Vec<u8>>) -> Resul
         // Transformers' LlamaConfig default.
         norm_eps: float(config.get("rms_norm_eps"), 1e-6),
         short_conv: false,
+        precision: Precision::Fp32,
     };
     let mut cfg = preset("llama-tiny").expect("llama-tiny is a preset");
     cfg.model = ModelConfig::Llama(model);

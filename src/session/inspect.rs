@@ -84,18 +84,13 @@ impl Session {
         let table = self.gpu.tensor_from("inspect table", &[entries.len(), 2], &table)?;
         let params = StatsInputs { values: &self.params.weights, prev_and_grads: Some((&self.prev_weights, &self.params.grads)), table: &table };
         let mut groups = vec![self.distribution_ops(&params, bins)?];
+        let (taps, widen) = self.pass.taps.widened(&self.gpu)?;
         // (1, 2) each activation tensor as one range
-        let wholes = self
-            .pass
-            .taps
-            .layers
-            .iter()
-            .map(|(_, a)| self.gpu.tensor_from("activation table", &[1, 2], &[0u32, a.len() as u32]))
-            .collect::<Result<Vec<_>>>()?;
-        for ((_, activation), whole) in self.pass.taps.layers.iter().zip(&wholes) {
+        let wholes = taps.layers.iter().map(|(_, a)| self.gpu.tensor_from("activation table", &[1, 2], &[0u32, a.len() as u32])).collect::<Result<Vec<_>>>()?;
+        for ((_, activation), whole) in taps.layers.iter().zip(&wholes) {
             groups.push(self.distribution_ops(&StatsInputs { values: activation, prev_and_grads: None, table: whole }, bins)?);
         }
-        self.gpu.run(&groups.iter().flat_map(|g| &g.ops).collect::<Vec<&Op>>())?;
+        self.gpu.run(&widen.iter().chain(groups.iter().flat_map(|g| &g.ops)).collect::<Vec<&Op>>())?;
         let outputs: Vec<&Tensor> = groups.iter().flat_map(|g| [&g.stats, &g.counts]).collect();
         let read = self.gpu.read_many(&outputs).await?;
         let mut found = read.chunks_exact(2).map(|pair| distributions(&bytemuck::pod_collect_to_vec(&pair[0]), &bytemuck::pod_collect_to_vec(&pair[1]), bins));
@@ -104,7 +99,7 @@ impl Session {
         let mut take = || all.by_ref().take(n).collect::<Vec<_>>();
         let (weights, grads, updates) = (take(), take(), take());
         let activations: Vec<(&str, Distribution)> =
-            self.pass.taps.layers.iter().zip(found).filter_map(|((name, _), mut d)| d.pop().map(|d| (name.as_str(), d))).collect();
+            taps.layers.iter().zip(found).filter_map(|((name, _), mut d)| d.pop().map(|d| (name.as_str(), d))).collect();
         let layers = layer_stats(entries.iter().map(|e| (e.spec.name.as_str(), e.elements())).zip(&grads), &activations);
         let tensors = entries
             .iter()

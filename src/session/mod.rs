@@ -36,6 +36,7 @@ use crate::fit::check_fits;
 use crate::gpu::{Command, Gpu, Op, Tensor};
 use crate::kernels::metrics::{record_metrics, MetricsBuffers, MetricsParams};
 use crate::kernels::optimizer::UniformOp;
+use crate::loss_scale::LossScaler;
 use crate::model::params::ParamStore;
 use crate::model::training::TrainingPass;
 use crate::model::ModelConfig;
@@ -51,6 +52,8 @@ pub struct StepMetrics {
     pub step: u64,
     pub loss: f32,
     pub grad_norm: f32,
+    /// Mixed precision: the loss scale the step used (None in fp32).
+    pub loss_scale: Option<f32>,
     /// The gradient norm was not finite, so the GPU skipped this step's update.
     pub skipped: bool,
 }
@@ -86,6 +89,8 @@ pub struct Session {
     pub snapshots: Snapshots,
     /// The quantized copy of the weights, once `quantize` has made one.
     quantized: Option<quantize::Quantized>,
+    /// Mixed precision's dynamic loss scale (None in fp32).
+    loss_scale: Option<LossScaler>,
 }
 
 impl Session {
@@ -98,16 +103,25 @@ impl Session {
         cfg.validate()?;
         let data = Batches::new(&cfg.data, cfg.model.rows_per_example(), cfg.model.outputs(), cfg.seed)?;
         check_fits(&gpu, &cfg, &data)?;
-        let params = ParamStore::new(&gpu, cfg.model.param_specs(), cfg.seed)?;
+        let params = ParamStore::new(&gpu, cfg.model.param_specs(), cfg.seed, cfg.model.mixed())?;
         let rows = cfg.batch * cfg.model.rows_per_example();
         let regression = data.points(false).is_some_and(|p| p.labels.is_empty());
         // (rows) labels / next tokens, or (rows, 1) regression targets
         let targets = if regression { gpu.tensor("targets", &[rows, 1])? } else { gpu.tensor("targets", &[rows])? };
         // (1) mean loss of the current batch, read by the metrics kernel
         let loss = gpu.tensor("loss", &[1])?;
-        let pass = cfg.model.training_pass(&gpu, &params, cfg.batch, &targets, &loss, regression)?;
+        let mut pass = cfg.model.training_pass(&gpu, &params, cfg.batch, &targets, &loss, regression)?;
         let mut optimizer = Optimizer::new(&gpu, &params, cfg.optimizer.clone())?;
         optimizer.guard_loss(&gpu, &loss)?;
+        let loss_scale = match (&pass.d_output, cfg.model.mixed()) {
+            (Some((d_output, backward_at)), true) => {
+                let scaler = LossScaler::new(&gpu, d_output, &params.grads, &optimizer.norm_sq, METRIC_SLOTS)?;
+                pass.ops.insert(*backward_at, scaler.scale_op.clone());
+                optimizer.ops_before_update.insert(0, scaler.unscale_op.clone());
+                Some(scaler)
+            }
+            _ => None,
+        };
         let tensors = params.entries.len();
         let metrics = gpu.tensor("metrics ring", &[METRIC_SLOTS, 2 + tensors])?;
         let prev_weights = gpu.tensor("previous weights", &[params.total])?;
@@ -141,6 +155,7 @@ impl Session {
             skipped_in_a_row: 0,
             snapshots,
             quantized: None,
+            loss_scale,
         })
     }
 
@@ -150,12 +165,24 @@ impl Session {
 
     /// Dispatches per optimizer step (all micro-batches).
     pub fn dispatches_per_step(&self) -> usize {
-        self.pass.ops.len() * self.cfg.optimizer.accumulation as usize + self.optimizer.ops().len()
+        self.pass.ops.len() * self.cfg.optimizer.accumulation as usize + self.optimizer.ops().len() + usize::from(self.loss_scale.is_some())
     }
 
     /// Every dispatch of one step with a single micro-batch, in order (for profiling).
     pub fn step_ops(&self) -> Vec<&Op> {
-        self.pass.ops.iter().chain(self.optimizer.ops()).chain([&self.record.op]).collect()
+        self.pass.ops.iter().chain(self.optimizer.ops()).chain(self.after_update()).collect()
+    }
+
+    /// The dispatches after the optimizer's: the metrics record, and the loss-scale update.
+    fn after_update(&self) -> Vec<&Op> {
+        [&self.record.op].into_iter().chain(self.loss_scale.as_ref().map(|s| s.update_op())).collect()
+    }
+
+    /// Mixed precision: sets the loss scale the next step uses (and restarts its count of
+    /// clean steps). Tests force an overflow with it; a no-op in fp32.
+    #[doc(hidden)]
+    pub fn set_loss_scale(&self, scale: f32) -> Result<()> {
+        self.loss_scale.as_ref().map_or(Ok(()), |s| s.set(&self.gpu, scale))
     }
 
     pub fn model(&self) -> &ModelConfig {

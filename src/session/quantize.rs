@@ -74,7 +74,12 @@ impl Session {
         // (total) the quantized copy, laid out like the run's weights
         let copy = self.gpu.tensor("quantized weights", &[self.params.total])?;
         self.dequantize_into(&model, &copy)?;
-        let params = ParamStore { weights: copy, ..self.params.clone() };
+        // Its own f16 copy in mixed precision, so evaluating it never touches the run's.
+        let weights16 = match &self.params.weights16 {
+            Some(w) => Some(self.gpu.tensor("quantized weights (f16)", &[w.len()])?),
+            None => None,
+        };
+        let params = ParamStore { weights: copy, weights16, ..self.params.clone() };
         let back = self.gpu.read_f32(&params.weights).await?;
         let tensors: Vec<TensorQuantization> =
             self.params.entries.iter().map(|e| tensor_report(e.offset, e.elements(), &e.spec.name, &e.spec.shape, opts, &weights, &back)).collect();

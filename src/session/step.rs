@@ -39,6 +39,9 @@ impl Session {
         let tensors = self.params.entries.len() as u32;
         let row = MetricsParams { tensors, row: (t as usize % METRIC_SLOTS) as u32, stride: 2 + tensors, pad: 0 };
         self.record.set(&self.gpu, &row)?;
+        if let Some(scaler) = &self.loss_scale {
+            scaler.prepare(&self.gpu, row.row as usize)?;
+        }
         for (micro, batch) in (0..micro_batches).zip(batches) {
             self.upload(batch)?;
             self.submit_micro(micro == 0, micro + 1 == micro_batches);
@@ -53,12 +56,13 @@ impl Session {
     /// metrics record.
     fn submit_micro(&self, first: bool, last: bool) {
         let ops = self.pass.ops.iter();
-        let update = if last { self.optimizer.ops().into_iter().chain([&self.record.op]).collect() } else { vec![] };
+        let update = if last { self.optimizer.ops().into_iter().chain(self.after_update()).collect() } else { vec![] };
         let pass: Vec<&Op> = ops.chain(update).collect();
         let (w, prev) = (&self.params.weights, &self.prev_weights);
         let clear = first.then_some(Command::Clear(&self.params.grads));
         let copy = last.then_some(Command::Copy { from: w, to: prev });
-        let commands: Vec<Command<'_>> = clear.into_iter().chain(copy).chain([Command::Pass(&pass)]).collect();
+        let scale = self.loss_scale.iter().flat_map(|s| s.copies());
+        let commands: Vec<Command<'_>> = clear.into_iter().chain(copy).chain(scale).chain([Command::Pass(&pass)]).collect();
         self.gpu.submit(&commands);
     }
 
@@ -85,13 +89,19 @@ impl Session {
     /// Loss and gradient norm of every step since the last call (at most METRIC_SLOTS).
     pub async fn read_metrics(&mut self) -> Result<Vec<StepMetrics>> {
         self.snapshots.before_read(&self.gpu, &self.params, self.step, &self.rng);
-        let ring = self.gpu.read_f32(&self.metrics).await?;
+        let mut rings = match &self.loss_scale {
+            Some(scaler) => self.gpu.read_many_f32(&[&self.metrics, &scaler.ring]).await?,
+            None => vec![self.gpu.read_f32(&self.metrics).await?],
+        };
+        let scales = (rings.len() > 1).then(|| rings.pop()).flatten();
+        let ring = rings.pop().unwrap_or_default();
         let stride = 2 + self.params.entries.len();
         let first = self.read_up_to.max(self.step.saturating_sub(METRIC_SLOTS as u64)) + 1;
         let out = (first..=self.step)
             .map(|step| {
                 let row = &ring[(step as usize % METRIC_SLOTS) * stride..][..stride];
-                StepMetrics { step, loss: row[0], grad_norm: row[1], skipped: !row[1].is_finite() }
+                let loss_scale = scales.as_ref().map(|s| s[step as usize % METRIC_SLOTS]);
+                StepMetrics { step, loss: row[0], grad_norm: row[1], loss_scale, skipped: !row[1].is_finite() }
             })
             .collect::<Vec<_>>();
         for m in &out {

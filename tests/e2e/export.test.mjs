@@ -3,7 +3,8 @@
 // zip opens back as the same run, and a Llama that Transformers made (the committed fixture
 // tests/fixtures/hf-foreign, zipped here inside a folder as a person would) opens, trains and
 // samples. Bad zips get their own messages. The Llama's short-conv toggle rides along: it
-// rebuilds the run with the conv's taps, trains, and its export is refused with the reason.
+// rebuilds the run with the conv's taps, trains, and its export is refused with the reason;
+// so does the mixed-precision toggle: a loss scale chart, and less GPU memory.
 //   node tests/e2e/export.test.mjs [dist-dir]
 
 import fs from 'node:fs/promises';
@@ -81,6 +82,26 @@ async function main() {
       // Two layers of d_model 32: taps (32, 3) and a bias (32) each; one forward and two backward dispatches per layer.
       assert(conv.info.parameters === plain.info.parameters + 2 * 4 * 32, `${plain.info.parameters} → ${conv.info.parameters} parameters`);
       assert(conv.info.dispatchesPerStep === plain.info.dispatchesPerStep + 2 * 3, `dispatches ${plain.info.dispatchesPerStep} → ${conv.info.dispatchesPerStep}`);
+    });
+
+    await test('mixed precision trains with a loss scale chart in less GPU memory', page, async () => {
+      const plain = await summary(page);
+      assert(plain.lossScale.shown === false, 'no loss scale card in fp32');
+      await page.check('#ll-mixed');
+      await until(page, (n) => window.kilnPage.summary().runs > n && window.kilnPage.summary().info.config.model.llama.precision === 'mixed', plain.runs, 'the mixed-precision run', 60_000);
+      for (let i = 0; i < 3; i++) {
+        await page.click('#step');
+        await until(page, (n) => window.kilnPage.summary().step >= n, i + 1, `mixed step ${i + 1}`, 60_000);
+      }
+      await until(page, () => window.kilnPage.summary().lossScale.points >= 1, null, 'the loss scale on its chart', 30_000);
+      const mixed = await summary(page);
+      assert(mixed.lossScale.shown && mixed.lossScale.scale === 65536 && mixed.lossScale.backoffs === 0, JSON.stringify(mixed.lossScale));
+      assert(mixed.info.gpuBytes < plain.info.gpuBytes, `GPU memory ${plain.info.gpuBytes} → ${mixed.info.gpuBytes}`);
+      assert(Number.isFinite(mixed.loss.last) && mixed.loss.last > 0, `loss ${mixed.loss.last}`);
+      assert(/MB/.test(await page.textContent('#stat-mem')), 'the stats show the GPU memory');
+      await page.screenshot({ path: path.join(OUT, 'mixed-precision.png'), fullPage: true });
+      await page.uncheck('#ll-mixed');
+      await until(page, (n) => window.kilnPage.summary().runs > n && !window.kilnPage.summary().lossScale.shown, mixed.runs, 'back to fp32', 60_000);
     });
 
     await test('zips Kiln cannot open say why', page, async () => {

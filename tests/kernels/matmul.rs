@@ -6,6 +6,7 @@
 //! with rtol 1e-5 covers any summation order, while a wrong index gives errors of order 0.1.
 
 use kiln::kernels::matmul::{self as mm, reference, MatmulDesc, SMALL};
+use kiln::kernels::quant::reference as qref;
 use kiln::Gpu;
 
 use crate::common::*;
@@ -157,8 +158,39 @@ async fn rejects_bad_lengths(gpu: &Gpu, _c: &mut Checks) {
     assert!(err.contains("`m`"), "{err}");
 }
 
+/// B as packed f16 pairs (a mixed-precision Llama's weights): every tile, both B layouts and a
+/// split, against the reference on B rounded to f16 (the rounding is the host's
+/// `f32_to_f16`, checked against the GPU cast in quant.rs), so the products agree to f32 tolerance.
+async fn packed_f16_b(gpu: &Gpu, c: &mut Checks) {
+    let mut rng = Rng::new(23);
+    let shapes = [(1, 1, 1), (37, 53, 29), (130, 70, 200), (128, 256, 24), (256, 128, 512)];
+    for tile in [SMALL, 64, 128] {
+        for &(m, n, k) in &shapes {
+            for (tb, acc, split) in [(false, false, 1), (true, false, 1), (true, true, 1), (false, true, 3)] {
+                let mut d = MatmulDesc::new(m, n, k).tile(tile).splits(split).b_f16();
+                (d.trans_b, d.accumulate) = (tb, acc);
+                let (a, a64) = random_tensor(gpu, &mut rng, "a", &[m * k], -1.0, 1.0);
+                let halves: Vec<u16> = rng.vec_f32(k * n, -1.0, 1.0).into_iter().map(qref::f32_to_f16).collect();
+                let b64: Vec<f64> = halves.iter().map(|&h| qref::f16_to_f32(h) as f64).collect();
+                let b = gpu.tensor_from("b16", &[(k * n).div_ceil(2)], &qref::pack_f16(&halves)).unwrap();
+                let (out, c64) = random_tensor(gpu, &mut rng, "c", &[m * n], -1.0, 1.0);
+                let ops = mm::matmul_ops(gpu, &a, &b, &out, d).unwrap();
+                gpu.run(&ops.iter().collect::<Vec<_>>()).unwrap();
+                let want = reference::matmul(&d, &a64, &b64, &c64);
+                let label = format!("packed f16 B {d:?} grid {:?}", ops[0].workgroups);
+                c.close(ops[0].entry, &label, &read(gpu, &out).await, &want, atol(k), RTOL);
+            }
+        }
+    }
+    // A packed B of the wrong length is refused, naming the words expected.
+    let (a, b, out) = (gpu.tensor("a", &[6, 4]).unwrap(), gpu.tensor("b", &[20]).unwrap(), gpu.tensor("c", &[6, 5]).unwrap());
+    let err = error(gpu, &a, &b, &out, MatmulDesc::new(6, 5, 4).b_f16());
+    assert!(err.contains("packed f16") && err.contains("10 words"), "{err}");
+}
+
 pub async fn run(gpu: &Gpu, c: &mut Checks) {
     all_variants(gpu, c).await;
+    packed_f16_b(gpu, c).await;
     split_k(gpu, c).await;
     batched(gpu, c).await;
     linear_backward(gpu, c).await;

@@ -218,8 +218,42 @@ async fn rejects_bad_input(gpu: &Gpu, _c: &mut Checks) {
     assert!(opt::clip_grad_by_norm(gpu, &g, &w, 1.0).is_err(), "norm_sq must be 1 element");
 }
 
+/// Dynamic loss scaling, one step per case from a given (scale, clean steps) and norm²:
+/// finite below the interval (count up), finite at it (double), non-finite (halve, floor 1),
+/// growth past 2^24 and an infinite scale (both back to 2^24). The state and the ring slot
+/// are exact: powers of two and small counts.
+async fn loss_scale(gpu: &Gpu, c: &mut Checks) {
+    let cases = [
+        (65_536.0, 3.0, 2.5, 10),
+        (65_536.0, 9.0, 2.5, 10),
+        (65_536.0, 9.0, f64::INFINITY, 10),
+        (1.0, 0.0, f64::NAN, 10),
+        (16_777_216.0, 0.0, 1.0, 1),
+        (f64::INFINITY, 5.0, f64::INFINITY, 10),
+    ];
+    for (scale, clean, norm_sq, interval) in cases {
+        let state = gpu.tensor_from("state", &[4], &[scale as f32, 1.0 / scale as f32, clean as f32, 0.0]).unwrap();
+        let norm = gpu.tensor_from("norm_sq", &[1], &[norm_sq as f32]).unwrap();
+        let ring = gpu.tensor_from("ring", &[4], &[-1.0f32; 4]).unwrap();
+        let params = opt::LossScaleParams { row: 2, growth_interval: interval, pad: [0; 2] };
+        let op = opt::loss_scale_update(gpu, &norm, &state, &ring, &params).unwrap();
+        gpu.run(&[&op.op]).unwrap();
+        let (want_scale, want_clean) = reference::loss_scale(scale, clean, norm_sq, interval);
+        let label = format!("scale {scale}, clean {clean}, norm² {norm_sq}, interval {interval}");
+        let want = [want_scale as f32, (1.0 / want_scale) as f32, want_clean as f32, 0.0];
+        c.exact("loss_scale_update", &label, &read(gpu, &state).await, &want);
+        c.exact("loss_scale_update", &format!("{label}: ring"), &read(gpu, &ring).await, &[-1.0, -1.0, scale as f32, -1.0]);
+    }
+    let (state, norm, ring) = (gpu.tensor("state", &[3]).unwrap(), gpu.tensor("n", &[1]).unwrap(), gpu.tensor("r", &[1]).unwrap());
+    let params = opt::LossScaleParams { row: 0, growth_interval: 1, pad: [0; 2] };
+    assert!(opt::loss_scale_update(gpu, &norm, &state, &ring, &params).is_err(), "the state is 4 words");
+    let state = gpu.tensor("state", &[4]).unwrap();
+    assert!(opt::loss_scale_update(gpu, &norm, &state, &ring, &opt::LossScaleParams { growth_interval: 0, ..params }).is_err(), "interval >= 1");
+}
+
 pub async fn run(gpu: &Gpu, c: &mut Checks) {
     norm_and_clip(gpu, c).await;
+    loss_scale(gpu, c).await;
     adamw(gpu, c).await;
     sgd(gpu, c).await;
     accumulate_and_scale(gpu, c).await;

@@ -326,6 +326,28 @@ await check('exportFiles: a Llama and an MLP leave as folders and fromExport bri
   await mlp.dispose();
 });
 
+await check('mixed precision: the loss scale in the metrics, less GPU memory, the views work', async () => {
+  const text = 'the quick brown fox jumps over the lazy dog. '.repeat(20);
+  const llama = (precision) => ({ model: { llama: { vocab: 32, d_model: 16, heads: 2, layers: 2, context: 16, hidden: 32, precision } }, data: { text: { text, validation_fraction: 0.1 } }, batch: 4, optimizer: { lr: 0.01 }, seed: 3 });
+  const [fp32, mixed] = [await Kiln.create(llama('fp32')), await Kiln.create(llama('mixed'))];
+  assert(mixed.info.config.model.llama.precision === 'mixed' && !('precision' in fp32.info.config.model.llama), 'fp32 is the default, left out');
+  assert(mixed.info.gpuBytes < fp32.info.gpuBytes, `GPU memory ${fp32.info.gpuBytes} -> ${mixed.info.gpuBytes}`);
+  const seen = [];
+  mixed.on('metrics', (batch) => seen.push(...batch));
+  await mixed.train({ steps: 10, readEvery: 5 });
+  const plain = await fp32.train({ steps: 10 });
+  assert(seen.length === 10 && seen.every((m) => m.lossScale === 65536), `loss scale ${seen.map((m) => m.lossScale)}`);
+  assert(plain.lossScale === undefined, 'no loss scale in fp32');
+  const [a, b] = [await fp32.evaluate(), await mixed.evaluate()];
+  assert(Math.abs(a.loss - b.loss) / a.loss < 0.01, `validation loss fp32 ${a.loss} vs mixed ${b.loss}`);
+  const maps = await mixed.attentionMaps('the q');
+  assert(maps.layers === 2 && maps.probs.slice(0, 5).reduce((x, y) => x + y, 0) > 0.99999, 'attention maps from the f16 stash');
+  assert((await mixed.inspect()).layers.find((l) => l.name === 'blocks.1')?.activation?.counts.length === 32, 'activations from the f16 stash');
+  await failsWith(() => Kiln.create(llama('half')), 'invalid-input', 'model.llama.precision', 'precision half');
+  await fp32.dispose();
+  await mixed.dispose();
+});
+
 await check('your own CSV points and your own text; share links round-trip', async () => {
   // Three classes of your own points: task 'custom', the CSV in the config.
   const rows = [];

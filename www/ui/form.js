@@ -127,6 +127,7 @@ export function readConfig() {
       ...llamaExtras,
       // Off is left out, as configs and links were before the option existed.
       ...($('ll-short-conv').checked ? { short_conv: true } : {}),
+      ...($('ll-mixed').checked ? { precision: 'mixed' } : {}),
     };
     const validation_fraction = number('tx-val', 'Validation', { min: 0.05, max: 0.5 });
     const source = textSource();
@@ -188,9 +189,10 @@ export function writeConfig(c) {
     set('mlp-hidden', m.hidden.join(', '));
     set('mlp-activation', m.activation);
   } else {
-    const { vocab, d_model, heads, layers, context, hidden, short_conv, ...extras } = c.model.llama;
+    const { vocab, d_model, heads, layers, context, hidden, short_conv, precision, ...extras } = c.model.llama;
     llamaExtras = extras;
     $('ll-short-conv').checked = !!short_conv;
+    $('ll-mixed').checked = precision === 'mixed';
     if (c.data.text && c.data.text.text == null) corpusVocab = Math.max(GENESIS_VOCAB, vocab);
     set('ll-d_model', d_model); set('ll-heads', heads); set('ll-layers', layers);
     set('ll-context', context); set('ll-hidden', hidden);

@@ -118,6 +118,7 @@ export function render() {
   text('stat-sps', ui.stats.sps);
   text('stat-tps', ui.stats.tps);
   text('stat-params', ui.stats.params);
+  text('stat-mem', ui.stats.mem ?? '–');
   text('adapter', ui.adapter);
   text('loss-kind', ui.lossKind);
   text('val-metric', ui.valMetric);

@@ -1,0 +1,109 @@
+//! The matmul planner: which kernel (the 64 or 128 tile, or `matmul_small`) and how many
+//! k chunks (split-K) a product gets, from its shape and the adapter. Measured on an H200
+//! (bench/RESULTS.md); `KILN_MATMUL_TILE` forces one tile natively for A/B measurements.
+
+use super::matmul::MatmulDesc;
+use crate::gpu::Gpu;
+
+/// k per workgroup-memory step of the 64-tile kernel; split chunks are multiples of it.
+pub(super) const KT: usize = 16;
+
+/// Workgroups a split product aims for: about two per multiprocessor of a large GPU (an
+/// H200 has 132); a small GPU is full either way.
+const SPLIT_TARGET_GROUPS: usize = 256;
+
+/// Multiply-adds (m·n·k·batch) from which splitting is worth its extra dispatch.
+const SPLIT_MIN_MACS: usize = 1 << 26;
+
+/// Shortest k chunk of a split: shorter ones spend more on the partials than they save.
+const SPLIT_MIN_CHUNK: usize = 128;
+
+/// 128x128 output tiles from which the 128 kernel beats the 64 one without a split (measured
+/// on an H200: 192 tiles of a (4096, 768) output already favour it, 64 tiles of a (4096, 256)
+/// one do not).
+const BIG_TILE_MIN_TILES: usize = 160;
+
+/// Products up to this many multiply-adds, with k up to `small_max_k`, run on `matmul_small`
+/// (one thread per output element): the forward and input-gradient products of tiny MLPs.
+/// On a GPU a longer k (a weight gradient over the batch) is a serial loop per thread that
+/// measured several times slower on an H200 than the split-K plan, so those keep it; on a CPU
+/// adapter (llvmpipe) the plain loop wins there too (2.2× mlp-spiral steps/s).
+const SMALL_MAX_MACS: usize = 1 << 20;
+pub const SMALL_MAX_K_GPU: usize = 64;
+pub const SMALL_MAX_K_CPU: usize = 1024;
+/// The `tile` that names `matmul_small` (in `MatmulDesc::tile` and `plan`).
+pub const SMALL: usize = 1;
+
+/// Largest split-K scratch buffer, in elements (64 MiB).
+const SPLIT_MAX_SCRATCH: usize = 1 << 24;
+
+/// Tile and k split for a product: (tile, splits, k_chunk). Measured on an H200 (bench/RESULTS.md):
+/// enough output tiles → the 128 tile alone; few tiles and a long k (weight gradients, and
+/// (tokens, 256) outputs with k ≥ 512) → the 128 tile split into chunks of ≥ 128 that bring
+/// the workgroups to about SPLIT_TARGET_GROUPS, else the 64 tile split towards twice that
+/// (chunks still ≥ 128); small products → the 64 tile alone.
+pub fn plan(d: &MatmulDesc, allow_split: bool, small_max_k: usize) -> (usize, usize, usize) {
+    let tiles = |t: usize| d.m.div_ceil(t) * d.n.div_ceil(t) * d.batch;
+    // Split big products with few tiles, and small ones whose long k would run as one serial,
+    // latency-bound loop (the weight gradients of tiny MLPs: (16, 16) outputs over k = 512).
+    let long_k = d.k >= 2 * SPLIT_MIN_CHUNK && tiles(64) < 16;
+    let can_split = allow_split && d.batch == 1 && (d.m * d.n * d.k >= SPLIT_MIN_MACS || long_k);
+    let (tile, splits) = match (d.tile.or(env_tile()), d.splits) {
+        (Some(t), Some(s)) => (t, s),
+        (Some(t), None) if env_tile().is_some() && d.tile.is_none() => (t, 1),
+        (Some(t), None) => (t, if can_split { SPLIT_TARGET_GROUPS.div_ceil(tiles(t)) } else { 1 }),
+        (None, forced) => {
+            let s128 = SPLIT_TARGET_GROUPS.div_ceil(tiles(128));
+            let s64 = (2 * SPLIT_TARGET_GROUPS).div_ceil(tiles(64));
+            let small = d.m * d.n * d.k * d.batch <= SMALL_MAX_MACS && d.k <= small_max_k;
+            let (t, s) = if small {
+                (SMALL, 1)
+            } else if tiles(128) >= BIG_TILE_MIN_TILES {
+                (128, 1)
+            } else if !can_split {
+                (64, 1)
+            } else if d.k / s128 >= SPLIT_MIN_CHUNK {
+                (128, s128)
+            } else if tiles(64) < SPLIT_TARGET_GROUPS {
+                (64, s64.min(d.k / SPLIT_MIN_CHUNK).max(1))
+            } else {
+                (64, 1)
+            };
+            (t, forced.unwrap_or(s))
+        }
+    };
+    let tile = match tile {
+        SMALL | 128 => tile,
+        _ => 64,
+    };
+    let mut splits = if allow_split && d.batch == 1 { splits } else { 1 };
+    // Chunks of at least 2 KT, a multiple of KT; the scratch stays bounded.
+    splits = splits.clamp(1, d.k.div_ceil(2 * KT).clamp(1, 65_535));
+    while splits > 1 && splits * d.m * d.n > SPLIT_MAX_SCRATCH {
+        splits -= 1;
+    }
+    let k_chunk = d.k.div_ceil(splits).next_multiple_of(KT);
+    let splits = d.k.div_ceil(k_chunk);
+    (tile, splits, k_chunk)
+}
+
+/// The longest k `matmul_small` takes on this adapter.
+pub fn small_max_k(gpu: &Gpu) -> usize {
+    if gpu.on_cpu() {
+        SMALL_MAX_K_CPU
+    } else {
+        SMALL_MAX_K_GPU
+    }
+}
+
+/// `KILN_MATMUL_TILE=64|128` natively forces one tile (and no split) for A/B measurements.
+fn env_tile() -> Option<usize> {
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        std::env::var("KILN_MATMUL_TILE").ok().and_then(|v| v.parse().ok())
+    }
+    #[cfg(target_arch = "wasm32")]
+    {
+        None
+    }
+}
