@@ -38,9 +38,9 @@ export async function benchKiln({ kiln, benchMatmul, engine, quick = false, seco
     }
     const rate = steps / ((performance.now() - t0) / 1000);
     const info = run.info;
-    const r = { preset: name, parameters: info.parameters, steps_per_sec: rate, tokens_per_sec: rate * info.tokensPerStep, dispatches_per_step: info.dispatchesPerStep, final_loss: loss };
+    const r = { preset: name, parameters: info.parameters, steps_per_sec: rate, tokens_per_sec: rate * info.tokensPerStep, dispatches_per_step: info.dispatchesPerStep, gpu_bytes: info.gpuBytes, final_loss: loss };
     report.training.push(r);
-    log(`${name.padEnd(12)} ${rate.toFixed(1).padStart(9)} steps/s ${r.tokens_per_sec.toFixed(0).padStart(10)} tokens/s  ${info.dispatchesPerStep} dispatches  loss ${Number(loss).toFixed(4)}`);
+    log(`${name.padEnd(12)} ${rate.toFixed(1).padStart(9)} steps/s ${r.tokens_per_sec.toFixed(0).padStart(10)} tokens/s  ${info.dispatchesPerStep} dispatches  ${(info.gpuBytes / 1e6).toFixed(1)} MB  loss ${Number(loss).toFixed(4)}`);
     await run.dispose();
   }
   return report;

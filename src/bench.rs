@@ -1,6 +1,7 @@
 //! Native benchmarks (`kiln bench`): matmul GFLOP/s over square and preset shapes, and training
 //! throughput of the presets (steps/s, tokens/s, dispatches per step, host time to encode a
-//! step), and with `--scaling` the cost curve over model sizes (presets::scaling). Wall-clock
+//! step), with `--scaling` the cost curve over model sizes (presets::scaling), and with
+//! `--mixed` fp32 against mixed precision (speed and bytes). Wall-clock
 //! timing around work that ends in a blocking wait, after warm-up runs.
 //! Speed is measured here, never asserted in tests.
 
@@ -12,6 +13,9 @@ use crate::config::SessionConfig;
 use crate::error::Result;
 use crate::gpu::Gpu;
 use crate::kernels::matmul::{matmul_ops, plan, small_max_k, MatmulDesc};
+use crate::model::llama::Precision;
+use crate::model::params::ParamStore;
+use crate::model::ModelConfig;
 use crate::presets::preset;
 use crate::rng::Rng;
 use crate::session::Session;
@@ -77,6 +81,96 @@ pub struct ScalingReport {
     pub scaling: Vec<ScalingResult>,
     /// The Llama configs' steps, dispatch by dispatch (where the cost curve bends).
     pub profile: Vec<ProfileEntry>,
+}
+
+/// One preset in one precision (`kiln bench --mixed`).
+#[derive(Debug, Serialize)]
+pub struct PrecisionResult {
+    pub preset: String,
+    pub precision: Precision,
+    /// None when only the memory was measured (llama-small with `--quick` on a CPU adapter).
+    pub tokens_per_sec: Option<f64>,
+    pub dispatches_per_step: usize,
+    pub bytes: PassBytes,
+    /// Everything the run holds: also the master weights, gradients, AdamW state, snapshots.
+    pub session_bytes: u64,
+    pub final_loss: Option<f32>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PrecisionReport {
+    pub adapter: String,
+    pub backend: String,
+    pub runs: Vec<PrecisionResult>,
+}
+
+/// What a training pass holds, in bytes, from Kiln's live-buffer count (nothing runs).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct PassBytes {
+    /// The weights the passes read: the f16 copy in mixed precision, else the fp32 weights.
+    pub weights: u64,
+    /// Every buffer a forward pass allocates: the activations (and the logits).
+    pub activations: u64,
+    /// Every buffer the training pass allocates: the activations and their gradients.
+    pub pass: u64,
+}
+
+/// `PassBytes` of a config. The split-K workspace that one `Gpu` shares among all passes is
+/// allocated first and left out (it is the same in both precisions).
+pub fn pass_bytes(gpu: &Gpu, cfg: &SessionConfig) -> Result<PassBytes> {
+    let params = ParamStore::new(gpu, cfg.model.param_specs(), cfg.seed, cfg.model.mixed())?;
+    let weights = params.weights16.as_ref().unwrap_or(&params.weights).bytes();
+    drop(cfg.model.build(gpu, &params, cfg.batch, true)?);
+    let allocated = |train: bool| -> Result<u64> {
+        let before = gpu.live().bytes;
+        let net = cfg.model.build(gpu, &params, cfg.batch, train)?;
+        let bytes = (gpu.live().bytes - before) as u64;
+        drop(net);
+        Ok(bytes)
+    };
+    Ok(PassBytes { weights, activations: allocated(false)?, pass: allocated(true)? })
+}
+
+/// fp32 against mixed precision on llama-tiny and llama-small (with `quick`, llama-small's
+/// memory only), each run on a fresh device.
+pub async fn precision(quick: bool, seconds: f64) -> Result<PrecisionReport> {
+    let info = Gpu::new().await?.summary();
+    let mut runs = vec![];
+    for name in ["llama-tiny", "llama-small"] {
+        for precision in [Precision::Fp32, Precision::Mixed] {
+            let mut cfg = preset(name).expect("bench presets exist");
+            if let ModelConfig::Llama(l) = &mut cfg.model {
+                l.precision = precision;
+            }
+            let bytes = pass_bytes(&Gpu::new().await?, &cfg)?;
+            let session = Session::with_gpu(Gpu::new().await?, cfg.clone())?;
+            let (session_bytes, dispatches_per_step) = (session.gpu.live().bytes as u64, session.dispatches_per_step());
+            drop(session);
+            let trained =
+                if quick && name == "llama-small" { None } else { Some(bench_config(Gpu::new().await?, name, cfg, seconds, if quick { 2 } else { 10 })?.0) };
+            let r = PrecisionResult {
+                preset: name.into(),
+                precision,
+                tokens_per_sec: trained.as_ref().map(|t| t.tokens_per_sec),
+                dispatches_per_step,
+                bytes,
+                session_bytes,
+                final_loss: trained.map(|t| t.final_loss),
+            };
+            let mb = |b: u64| b as f64 / 1e6;
+            let speed = r.tokens_per_sec.map_or("-".into(), |t| format!("{t:.0}"));
+            println!(
+                "{name:<12} {precision:<6?} {speed:>10} tokens/s {:>4} dispatches  weights {:>6.1} + activations {:>6.1} MB (pass {:>6.1}, session {:>6.1} MB)",
+                r.dispatches_per_step,
+                mb(r.bytes.weights),
+                mb(r.bytes.activations),
+                mb(r.bytes.pass),
+                mb(r.session_bytes)
+            );
+            runs.push(r);
+        }
+    }
+    Ok(PrecisionReport { adapter: info.name, backend: info.backend, runs })
 }
 
 /// Blocks until the GPU has finished everything submitted so far.

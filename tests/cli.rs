@@ -12,8 +12,8 @@ fn kiln(args: &[&str]) -> (bool, String) {
 #[test]
 fn unknown_options_are_refused_with_the_usage() {
     for (args, bad, usage) in [
-        (&["bench", "--help"][..], "--help", "kiln bench [--quick | --scaling]"),
-        (&["bench", "--quick", "--secnds", "2"][..], "--secnds", "kiln bench [--quick | --scaling]"),
+        (&["bench", "--help"][..], "--help", "kiln bench [--quick] [--scaling | --mixed]"),
+        (&["bench", "--quick", "--secnds", "2"][..], "--secnds", "kiln bench [--quick] [--scaling | --mixed]"),
         (&["train", "mlp-spiral", "--stpes", "3"][..], "--stpes", "kiln train <preset>"),
     ] {
         let (ok, err) = kiln(args);

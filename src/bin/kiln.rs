@@ -33,7 +33,7 @@ mod cli {
             }
             Some("config") => config(args.get(1).map(String::as_str)),
             Some("-h" | "--help" | "help") => {
-                println!("kiln info | kiln presets | kiln train <preset> [--steps N] [--seed S] [--save FILE] [--f16] [--short-conv] [--mixed] [--resume FILE] | kiln quantize <checkpoint> [--bits 8|4] [--group 32|64|128] [--out FILE] | kiln eval <file> | kiln export <checkpoint> --to DIR | kiln import DIR [--save FILE] | kiln bench [--quick | --scaling] [--seconds S] [--json FILE]");
+                println!("kiln info | kiln presets | kiln train <preset> [--steps N] [--seed S] [--save FILE] [--f16] [--short-conv] [--mixed] [--resume FILE] | kiln quantize <checkpoint> [--bits 8|4] [--group 32|64|128] [--out FILE] | kiln eval <file> | kiln export <checkpoint> --to DIR | kiln import DIR [--save FILE] | kiln bench [--quick] [--scaling | --mixed] [--seconds S] [--json FILE]");
                 Ok(())
             }
             Some("train") => pollster::block_on(train(&args[1..])),
@@ -43,7 +43,7 @@ mod cli {
             Some("export") => pollster::block_on(export(&args[1..])),
             Some("import") => pollster::block_on(import(&args[1..])),
             _ => {
-                eprintln!("usage: kiln info | kiln presets | kiln train <preset> [--steps N] [--seed S] [--save FILE] [--f16] [--short-conv] [--mixed] [--resume FILE] | kiln quantize <checkpoint> [--bits 8|4] [--group 32|64|128] [--out FILE] | kiln eval <file> | kiln export <checkpoint> --to DIR | kiln import DIR [--save FILE] | kiln bench [--quick | --scaling] [--seconds S] [--json FILE]");
+                eprintln!("usage: kiln info | kiln presets | kiln train <preset> [--steps N] [--seed S] [--save FILE] [--f16] [--short-conv] [--mixed] [--resume FILE] | kiln quantize <checkpoint> [--bits 8|4] [--group 32|64|128] [--out FILE] | kiln eval <file> | kiln export <checkpoint> --to DIR | kiln import DIR [--save FILE] | kiln bench [--quick] [--scaling | --mixed] [--seconds S] [--json FILE]");
                 return ExitCode::from(2);
             }
         };
@@ -56,13 +56,20 @@ mod cli {
         }
     }
 
-    /// `kiln bench [--quick | --scaling] [--seconds S] [--json FILE]`
+    /// `kiln bench [--quick] [--scaling | --mixed] [--seconds S] [--json FILE]`
     fn bench(args: &[String]) -> Result<()> {
-        only_options(args, &["--quick", "--scaling"], &["--seconds", "--json"], "kiln bench [--quick | --scaling] [--seconds S] [--json FILE]")?;
+        only_options(
+            args,
+            &["--quick", "--scaling", "--mixed"],
+            &["--seconds", "--json"],
+            "kiln bench [--quick] [--scaling | --mixed] [--seconds S] [--json FILE]",
+        )?;
         let quick = args.iter().any(|a| a == "--quick");
         let seconds = flag(args, "--seconds", 3)? as f64;
         let json = if args.iter().any(|a| a == "--scaling") {
             serde_json::to_string_pretty(&pollster::block_on(kiln::bench::scaling(seconds))?)
+        } else if args.iter().any(|a| a == "--mixed") {
+            serde_json::to_string_pretty(&pollster::block_on(kiln::bench::precision(quick, seconds))?)
         } else {
             let report = pollster::block_on(kiln::bench::run(quick, seconds))?;
             kiln::bench::print(&report);

@@ -20,14 +20,18 @@ export class LossScaleCard {
     this.card.hidden = config?.model?.llama?.precision !== 'mixed';
   }
 
-  /** points: [{step, lossScale?}] in step order; one chart point per change keeps it cheap. */
+  /** points: [{step, lossScale?}] in step order. The chart gets each change and the latest
+   * point of every batch, which draws the same steps as every point at a fraction of the cost. */
   push(points) {
-    for (const p of points) {
-      if (p.lossScale == null || p.lossScale === this.last) continue;
+    const at = (p) => this.chart.push(p.step, [{ name: 'loss scale', ratio: p.lossScale }]);
+    const scaled = points.filter((p) => p.lossScale != null);
+    for (const p of scaled) {
+      if (p.lossScale === this.last) continue;
       if (this.last != null && p.lossScale < this.last) this.backoffs++;
       this.last = p.lossScale;
-      this.chart.push(p.step, [{ name: 'loss scale', ratio: p.lossScale }]);
+      at(p);
     }
+    if (scaled.length) at(scaled[scaled.length - 1]);
   }
 
   draw() {
