@@ -71,9 +71,9 @@ bench-torch:
 serve: setup-serve
 	PATH="$(CURDIR)/node_modules/.bin:$$PATH" trunk serve
 
-# The page as `make serve` builds it, in release, into dist/. www/index.html keeps Trunk's
-# wasm-opt off (data-wasm-opt="0"): Debian's binaryen 108 breaks Rust 1.95 wasm; npm's 132 goes
-# first on PATH anyway.
+# The page as `make serve` builds it, in release, into dist/: Cargo's `web` profile, then
+# wasm-opt -O2 from npm's binaryen 132 (first on PATH; Trunk.toml pins the version, since
+# Debian's binaryen 108 breaks Rust 1.95 wasm).
 build-page: setup-serve
 	PATH="$(CURDIR)/node_modules/.bin:$$PATH" trunk build --release
 

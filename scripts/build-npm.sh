@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the npm package `kiln-gpu` into pkg/ (what `make npm` runs):
-#   the library for wasm32 (release) → wasm-bindgen --target web (kiln_wasm.js + kiln_wasm_bg.wasm)
+#   the library for wasm32 (profile `web`: release with fat LTO, one codegen unit) → wasm-bindgen --target web (kiln_wasm.js + kiln_wasm_bg.wasm)
 #   → wasm-opt -O from the npm package binaryen@132 (Debian's binaryen 108 breaks Rust 1.95 wasm)
 #   → js/kiln.js + js/kiln.d.ts + npm/package.json (version from Cargo.toml) + npm/README.md.
 set -euo pipefail
@@ -12,12 +12,12 @@ WASM_OPT=node_modules/.bin/wasm-opt
 [[ -x $WASM_OPT ]] || { echo "build-npm: $WASM_OPT is missing; run 'npm ci' (scripts/setup.sh does)" >&2; exit 1; }
 [[ "$($WASM_OPT --version)" == *"version 132"* ]] || { echo "build-npm: expected wasm-opt version 132, got: $($WASM_OPT --version)" >&2; exit 1; }
 
-echo "build-npm: cargo build --release --target wasm32-unknown-unknown --lib"
-cargo build --release --target wasm32-unknown-unknown --lib
+echo "build-npm: cargo build --profile web --target wasm32-unknown-unknown --lib"
+cargo build --profile web --target wasm32-unknown-unknown --lib
 rm -rf "$OUT"
 mkdir -p "$OUT"
 wasm-bindgen --target web --no-typescript --out-dir "$OUT" --out-name kiln_wasm \
-  "$TARGET_DIR/wasm32-unknown-unknown/release/kiln.wasm"
+  "$TARGET_DIR/wasm32-unknown-unknown/web/kiln.wasm"
 before=$(stat -c %s "$OUT/kiln_wasm_bg.wasm")
 echo "build-npm: wasm-opt -O ($before bytes)"
 $WASM_OPT -O "$OUT/kiln_wasm_bg.wasm" -o "$OUT/kiln_wasm_bg.opt.wasm"

@@ -102,6 +102,8 @@ pub struct PrecisionReport {
     pub adapter: String,
     pub backend: String,
     pub runs: Vec<PrecisionResult>,
+    /// llama-small's step in each precision, dispatch by dispatch (not with `quick`).
+    pub profile: Vec<ProfileEntry>,
 }
 
 /// What a training pass holds, in bytes, from Kiln's live-buffer count (nothing runs).
@@ -135,7 +137,7 @@ pub fn pass_bytes(gpu: &Gpu, cfg: &SessionConfig) -> Result<PassBytes> {
 /// memory only), each run on a fresh device.
 pub async fn precision(quick: bool, seconds: f64) -> Result<PrecisionReport> {
     let info = Gpu::new().await?.summary();
-    let mut runs = vec![];
+    let (mut runs, mut profile) = (vec![], vec![]);
     for name in ["llama-tiny", "llama-small"] {
         for precision in [Precision::Fp32, Precision::Mixed] {
             let mut cfg = preset(name).expect("bench presets exist");
@@ -146,6 +148,9 @@ pub async fn precision(quick: bool, seconds: f64) -> Result<PrecisionReport> {
             let session = Session::with_gpu(Gpu::new().await?, cfg.clone())?;
             let (session_bytes, dispatches_per_step) = (session.gpu.live().bytes as u64, session.dispatches_per_step());
             drop(session);
+            if !quick && name == "llama-small" {
+                profile.extend(profile_config(Gpu::new().await?, &format!("{name} {precision:?}"), cfg.clone())?);
+            }
             let trained =
                 if quick && name == "llama-small" { None } else { Some(bench_config(Gpu::new().await?, name, cfg, seconds, if quick { 2 } else { 10 })?.0) };
             let r = PrecisionResult {
@@ -170,7 +175,10 @@ pub async fn precision(quick: bool, seconds: f64) -> Result<PrecisionReport> {
             runs.push(r);
         }
     }
-    Ok(PrecisionReport { adapter: info.name, backend: info.backend, runs })
+    for p in &profile {
+        println!("    {:<18} {:<28} {:>4} dispatches {:>9.1} µs/step", p.preset, p.entry, p.dispatches, p.us_per_step);
+    }
+    Ok(PrecisionReport { adapter: info.name, backend: info.backend, runs, profile })
 }
 
 /// Blocks until the GPU has finished everything submitted so far.

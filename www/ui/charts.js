@@ -1,7 +1,7 @@
 // charts.js — streaming uPlot charts: the loss (train every step, validation now and then)
 // and each tensor's update/weight ratio. Long runs are thinned in place so drawing stays cheap.
 
-import uPlot from '../uPlot.esm.js';
+import uPlot from '../uplot.js';
 
 const MAX_POINTS = 3000;
 

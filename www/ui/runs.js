@@ -3,7 +3,7 @@
 // selection overlaid on one loss chart whose legend names the config fields that differ; Open
 // continues a run where its last kept checkpoint stopped. A run is kept once it has trained.
 
-import uPlot from '../uPlot.esm.js';
+import uPlot from '../uplot.js';
 import { tickLabel } from './charts.js';
 import { ToWorker } from './protocol.js';
 import * as store from './runs-store.js';
