@@ -124,10 +124,14 @@ fn f16_bits_to_f32_bits(h: u32) -> u32 {
     return sign | ((e + 112u) << 23u) | (mant << 13u);
 }
 
+// One thread per packed word, writing both its halves: each word is read once (mixed
+// precision widens whole activation stashes with this every step).
 @compute @workgroup_size(64)
 fn fp16_to_fp32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let i = linear_index(gid, nwg);
-    if (i >= arrayLength(&cast_fp32_out)) { return; }
-    let h = (cast_fp16_in[i / 2u] >> ((i % 2u) * 16u)) & 0xFFFFu;
-    cast_fp32_out[i] = f16_bits_to_f32_bits(h);
+    let w = linear_index(gid, nwg);
+    let n = arrayLength(&cast_fp32_out);
+    if (2u * w >= n) { return; }
+    let word = cast_fp16_in[w];
+    cast_fp32_out[2u * w] = f16_bits_to_f32_bits(word & 0xFFFFu);
+    if (2u * w + 1u < n) { cast_fp32_out[2u * w + 1u] = f16_bits_to_f32_bits(word >> 16u); }
 }

@@ -62,8 +62,8 @@ impl LossScaler {
         &self.update.op
     }
 
-    /// Sets the scale (and restarts the count of clean steps): a loaded run starts again from
-    /// `INITIAL_SCALE`, and tests force an overflow with it.
+    /// Sets the scale (and restarts the count of clean steps): a loaded checkpoint or a
+    /// recovered snapshot starts again from `INITIAL_SCALE`, and tests force an overflow with it.
     pub fn set(&self, gpu: &Gpu, scale: f32) -> Result<()> {
         gpu.write(&self.state, &[scale, 1.0 / scale, 0.0, 0.0])
     }

@@ -5,7 +5,7 @@ use crate::config::{DataConfig, PointData, SequenceData, SessionConfig, TextData
 use crate::data::sequence::SequenceTask;
 use crate::data::PointTask;
 use crate::kernels::elementwise::Activation;
-use crate::model::llama::{LlamaConfig, Precision};
+use crate::model::llama::LlamaConfig;
 use crate::model::mlp::MlpConfig;
 use crate::model::ModelConfig;
 use crate::optim::{OptimConfig, Schedule};
@@ -60,18 +60,7 @@ fn llama_preset(name: &str) -> Option<SessionConfig> {
     };
     let schedule = Schedule::WarmupCosine { warmup_steps: steps / 20, total_steps: steps, min_lr_fraction: 0.1 };
     Some(SessionConfig {
-        model: ModelConfig::Llama(LlamaConfig {
-            vocab: if task.is_some() { 16 } else { 60 },
-            d_model,
-            heads,
-            layers,
-            context,
-            hidden,
-            rope_theta: 10_000.0,
-            norm_eps: 1e-5,
-            short_conv: false,
-            precision: Precision::Fp32,
-        }),
+        model: ModelConfig::Llama(LlamaConfig::new(if task.is_some() { 16 } else { 60 }, d_model, heads, layers, context, hidden)),
         data: match task {
             Some(task) => DataConfig::Sequence(SequenceData { task, examples: 5000, digits: 6, validation_fraction: 0.1 }),
             None => DataConfig::Text(TextData { text: None, validation_fraction: 0.1 }),

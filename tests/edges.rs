@@ -74,18 +74,7 @@ fn own_points_that_do_not_fit_name_the_field() {
 
 fn llama_on(text: &str, context: usize) -> SessionConfig {
     SessionConfig {
-        model: ModelConfig::Llama(LlamaConfig {
-            vocab: 32,
-            d_model: 16,
-            heads: 2,
-            layers: 1,
-            context,
-            hidden: 32,
-            rope_theta: 10_000.0,
-            norm_eps: 1e-5,
-            short_conv: false,
-            precision: Default::default(),
-        }),
+        model: ModelConfig::Llama(LlamaConfig::new(32, 16, 2, 1, context, 32)),
         data: DataConfig::Text(TextData { text: Some(text.into()), validation_fraction: 0.1 }),
         batch: 4,
         optimizer: Default::default(),

@@ -72,18 +72,7 @@ const LLAMA_TEXT: &str = "the cat sat on a mat. a bat ate the hat. the hat sat o
 /// SwiGLU 24, context 8, batch 2; clip 1.
 fn llama_config() -> SessionConfig {
     SessionConfig {
-        model: ModelConfig::Llama(LlamaConfig {
-            vocab: 13,
-            d_model: 16,
-            heads: 2,
-            layers: 2,
-            context: 8,
-            hidden: 24,
-            rope_theta: 10_000.0,
-            norm_eps: 1e-5,
-            short_conv: false,
-            precision: Default::default(),
-        }),
+        model: ModelConfig::Llama(LlamaConfig::new(13, 16, 2, 2, 8, 24)),
         data: DataConfig::Text(TextData { text: Some(LLAMA_TEXT.repeat(2)), validation_fraction: 0.1 }),
         batch: 2,
         optimizer: OptimConfig { lr: 0.02, weight_decay: 0.1, beta2: 0.99, clip: 1.0, ..OptimConfig::default() },

@@ -25,18 +25,7 @@ fn mlp(hidden: Vec<usize>) -> Session {
 
 fn llama() -> Session {
     let text = "the quick brown fox jumps over the lazy dog. ".repeat(20);
-    let model = LlamaConfig {
-        vocab: 32,
-        d_model: 16,
-        heads: 2,
-        layers: 2,
-        context: 16,
-        hidden: 32,
-        rope_theta: 10_000.0,
-        norm_eps: 1e-5,
-        short_conv: false,
-        precision: Default::default(),
-    };
+    let model = LlamaConfig::new(32, 16, 2, 2, 16, 32);
     session(ModelConfig::Llama(model), DataConfig::Text(TextData { text: Some(text), validation_fraction: 0.1 }), 4)
 }
 

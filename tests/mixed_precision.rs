@@ -58,8 +58,8 @@ fn mixed_precision_tracks_fp32_on_llama_tiny() {
 /// The target: llama-small's weight + activation bytes at least 40% smaller in mixed
 /// precision (the weights the passes read, and every buffer a forward pass allocates; each
 /// precision on a fresh device, nothing runs). The training pass as a whole (activations and
-/// their fp32 gradients) is recorded beside it. The fit check's estimate must not undercount
-/// what a session really allocates, in either precision.
+/// their fp32 gradients) is recorded beside it. The fit check's estimate must come within 3%
+/// below and 10% above what a session really allocates, in either precision.
 #[test]
 fn mixed_precision_shrinks_llama_small() {
     pollster::block_on(async {
@@ -90,7 +90,7 @@ fn mixed_precision_shrinks_llama_small() {
             let live = session.gpu.live().bytes as f64;
             drop(session);
             println!("llama-small {precision:?}: fit estimate {:.0} MB, session holds {:.0} MB", estimate / 1e6, live / 1e6);
-            assert!(estimate >= 0.9 * live && estimate <= 1.5 * live, "estimate {estimate} vs live {live}");
+            assert!(estimate >= 0.97 * live && estimate <= 1.1 * live, "estimate {estimate} vs live {live}");
             estimates.push(estimate);
         }
         assert!(estimates[1] < 0.75 * estimates[0], "the fit check counts the smaller buffers: {estimates:?}");
@@ -122,28 +122,70 @@ fn loss_scale_backs_off_after_an_overflow() {
     });
 }
 
-/// One step from the same start, plain and with the short conv: the loss and the gradient
-/// norm agree to f16's precision (the stashed activations are rounded to 11 bits, relative
-/// ≤ 4.9e-4, which the backward's recomputed norms, conv and gate carry through: 1e-3 leaves
-/// room while a wrong recompute or a stale stash moves the norm by far more).
+/// One step from the same start in each precision — plain, with the short conv, and with two
+/// micro-batches accumulated — then every parameter tensor's gradient compared: the relative
+/// difference ‖g_mixed − g_fp32‖ / ‖g_fp32‖ of each tensor must stay under 2e-3 (measured at most 5.3e-4). f16 keeps 11
+/// bits (relative rounding ≤ 4.9e-4), and each gradient is a sum over rows of a stashed
+/// activation times a gradient computed from stashed activations, so a few roundings add up;
+/// a wrong stash, a stale widening, a missed recompute or an unscaled gradient moves some
+/// tensor by 1e-1 or more.
 #[test]
-fn mixed_precision_first_step_matches_fp32() {
+fn mixed_precision_gradients_match_fp32_tensor_by_tensor() {
     pollster::block_on(async {
-        for short_conv in [false, true] {
-            let mut got = vec![];
+        for (short_conv, accumulation) in [(false, 1), (true, 1), (false, 2)] {
+            let mut grads = vec![];
+            let mut names = vec![];
             for precision in [Precision::Fp32, Precision::Mixed] {
                 let mut cfg = with_precision("llama-tiny", precision);
                 cfg.batch = 2;
+                cfg.optimizer.accumulation = accumulation;
                 if let ModelConfig::Llama(l) = &mut cfg.model {
                     l.short_conv = short_conv;
                 }
-                got.push(train(cfg, 20).await);
+                let mut s = Session::new(cfg).await.unwrap();
+                s.train(1).unwrap();
+                let g = s.gpu.read_f32(&s.params.grads).await.unwrap();
+                names = s.params.entries.iter().map(|e| (e.spec.name.clone(), e.offset, e.elements())).collect();
+                grads.push(g);
             }
-            for (a, b) in got[0].iter().zip(&got[1]).take(3) {
-                let (dl, dg) = ((a.loss - b.loss).abs() / a.loss, (a.grad_norm - b.grad_norm).abs() / a.grad_norm);
-                println!("short_conv {short_conv} step {}: loss {} / {}, grad norm {} / {}", a.step, a.loss, b.loss, a.grad_norm, b.grad_norm);
-                assert!(dl < 1e-3 && dg < 1e-3, "step {}: loss {dl:.2e}, grad norm {dg:.2e} apart", a.step);
+            let mut worst = (0.0f64, String::new());
+            for (name, off, len) in &names {
+                let (a, b) = (&grads[0][*off..off + len], &grads[1][*off..off + len]);
+                let diff = a.iter().zip(b).map(|(x, y)| ((x - y) as f64).powi(2)).sum::<f64>().sqrt();
+                let norm = a.iter().map(|x| (*x as f64).powi(2)).sum::<f64>().sqrt();
+                let rel = diff / norm.max(1e-30);
+                if rel > worst.0 {
+                    worst = (rel, name.clone());
+                }
             }
+            println!("short_conv {short_conv}, accumulation {accumulation}: worst tensor {} at {:.2e}", worst.1, worst.0);
+            assert!(worst.0 < 2e-3, "short_conv {short_conv}, accumulation {accumulation}: {} differs by {:.2e}", worst.1, worst.0);
         }
+    });
+}
+
+/// A checkpoint holds parameters, not a precision: an fp32 run's checkpoint loads into a mixed
+/// run of the same model (and back), and a load restarts the loss scale at 2^16.
+#[test]
+fn checkpoints_load_across_precisions() {
+    pollster::block_on(async {
+        let mut cfg = with_precision("llama-tiny", Precision::Fp32);
+        cfg.batch = 2;
+        let mut fp32 = Session::new(cfg.clone()).await.unwrap();
+        fp32.train(2).unwrap();
+        let bytes = fp32.save_checkpoint().await.unwrap();
+        if let ModelConfig::Llama(l) = &mut cfg.model {
+            l.precision = Precision::Mixed;
+        }
+        let mut mixed = Session::new(cfg).await.unwrap();
+        mixed.set_loss_scale(1024.0).unwrap();
+        mixed.load_checkpoint(&bytes).unwrap();
+        assert_eq!(mixed.step_count(), 2);
+        assert_eq!(mixed.gpu.read_f32(&mixed.params.weights).await.unwrap(), fp32.gpu.read_f32(&fp32.params.weights).await.unwrap());
+        mixed.train(1).unwrap();
+        let m = mixed.read_metrics().await.unwrap();
+        assert_eq!(m.last().and_then(|m| m.loss_scale), Some(65_536.0), "the load restarts the scale");
+        fp32.load_checkpoint(&mixed.save_checkpoint().await.unwrap()).unwrap();
+        assert_eq!(fp32.step_count(), 3);
     });
 }

@@ -10,18 +10,7 @@ use kiln::Gpu;
 fn tiny() -> Session {
     let text = "the quick brown fox jumps over the lazy dog. ".repeat(20);
     let cfg = SessionConfig {
-        model: ModelConfig::Llama(LlamaConfig {
-            vocab: 32,
-            d_model: 16,
-            heads: 2,
-            layers: 1,
-            context: 16,
-            hidden: 32,
-            rope_theta: 10_000.0,
-            norm_eps: 1e-5,
-            short_conv: false,
-            precision: Default::default(),
-        }),
+        model: ModelConfig::Llama(LlamaConfig::new(32, 16, 2, 1, 16, 32)),
         data: DataConfig::Text(TextData { text: Some(text), validation_fraction: 0.1 }),
         batch: 4,
         optimizer: Default::default(),

@@ -66,18 +66,7 @@ fn an_mlp_quantized_to_8_bits_scores_like_the_original_and_comes_back_from_its_f
 #[test]
 fn a_llama_quantized_to_4_bits_samples_and_reloads() {
     let text = "the quick brown fox jumps over the lazy dog. ".repeat(20);
-    let model = LlamaConfig {
-        vocab: 32,
-        d_model: 32,
-        heads: 2,
-        layers: 1,
-        context: 16,
-        hidden: 64,
-        rope_theta: 10_000.0,
-        norm_eps: 1e-5,
-        short_conv: false,
-        precision: Default::default(),
-    };
+    let model = LlamaConfig::new(32, 32, 2, 1, 16, 64);
     let mut s = session(ModelConfig::Llama(model), DataConfig::Text(TextData { text: Some(text), validation_fraction: 0.1 }), 4);
     s.train(20).unwrap();
     pollster::block_on(async {

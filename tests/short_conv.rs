@@ -15,18 +15,7 @@ const B: usize = 2;
 const T: usize = 8;
 
 fn config(short_conv: bool, vocab: usize) -> LlamaConfig {
-    LlamaConfig {
-        vocab,
-        d_model: 8,
-        heads: 2,
-        layers: 2,
-        context: T,
-        hidden: 16,
-        rope_theta: 10_000.0,
-        norm_eps: 1e-5,
-        short_conv,
-        precision: Default::default(),
-    }
+    LlamaConfig { short_conv, ..LlamaConfig::new(vocab, 8, 2, 2, T, 16) }
 }
 
 fn llama(short_conv: bool) -> ModelConfig {

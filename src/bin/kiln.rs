@@ -250,7 +250,13 @@ mod cli {
         let mut session = match text_flag(args, "--resume")? {
             Some(path) => {
                 let bytes = std::fs::read(path).map_err(|e| KilnError::invalid("--resume", format!("cannot read {path}: {e}")))?;
-                Session::from_checkpoint(gpu, &bytes)?
+                // The checkpoint's run, switched to mixed precision by --mixed.
+                let mixed = cfg.model.mixed();
+                Session::from_checkpoint_with(gpu, &bytes, |c| {
+                    if let ModelConfig::Llama(l) = &mut c.model {
+                        l.precision = if mixed { Precision::Mixed } else { l.precision };
+                    }
+                })?
             }
             None => Session::with_gpu(gpu, cfg)?,
         };

@@ -299,8 +299,8 @@ pub mod reference {
     /// The largest loss scale (2^24).
     pub const LOSS_SCALE_MAX: f64 = 16_777_216.0;
 
-    /// One loss-scale update: (scale, clean steps) after a step whose squared gradient norm
-    /// was `norm_sq`, and the scale the step used.
+    /// One loss-scale update: (scale, clean steps in a row) after a step that used `scale`
+    /// and whose squared gradient norm was `norm_sq`.
     pub fn loss_scale(scale: f64, clean: f64, norm_sq: f64, growth_interval: u32) -> (f64, f64) {
         let (scale, clean) = if !norm_sq.is_finite() {
             ((scale / 2.0).max(1.0), 0.0)

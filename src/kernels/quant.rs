@@ -99,7 +99,7 @@ pub fn fp32_to_fp16(gpu: &Gpu, input: &Tensor, out: &Tensor) -> Result<Op> {
 /// ```
 pub fn fp16_to_fp32(gpu: &Gpu, packed: &Tensor, out: &Tensor) -> Result<Op> {
     expect_len(packed, out.len().div_ceil(2), "packed f16 words (2 per word) for the output")?;
-    gpu.op(&FP16_TO_FP32, &[T(packed), T(out)], gpu.grid(groups_1d(out.len())))
+    gpu.op(&FP16_TO_FP32, &[T(packed), T(out)], gpu.grid(groups_1d(packed.len())))
 }
 
 // ---------------------------------------------------------------- references

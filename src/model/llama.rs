@@ -76,6 +76,23 @@ pub const MAX_LAYERS: usize = 48;
 pub const MAX_VOCAB: usize = 65_536;
 
 impl LlamaConfig {
+    /// A Llama of these sizes with the defaults: RoPE base 10000, RMSNorm ε 1e-5, no short
+    /// conv, fp32.
+    pub fn new(vocab: usize, d_model: usize, heads: usize, layers: usize, context: usize, hidden: usize) -> LlamaConfig {
+        LlamaConfig {
+            vocab,
+            d_model,
+            heads,
+            layers,
+            context,
+            hidden,
+            rope_theta: default_theta(),
+            norm_eps: default_eps(),
+            short_conv: false,
+            precision: Precision::Fp32,
+        }
+    }
+
     pub fn validate(&self) -> Result<()> {
         let within = |v: usize, lo: usize, hi: usize, field: &str| ensure((lo..=hi).contains(&v), field, || format!("must be {lo}..={hi}, got {v}"));
         within(self.vocab, 2, MAX_VOCAB, "model.llama.vocab")?;

@@ -1,9 +1,9 @@
 //! Where a Llama pass keeps its activations. In fp32 every block has its own tensors. In mixed
 //! precision one block's worth of fp32 scratch serves every block, and each block keeps what
-//! its backward needs as packed f16 in two stashes, written by the seed's `fp32_to_fp16` (one
-//! dispatch per half block) and widened back by `fp16_to_fp32` when the backward reaches the
-//! block. What is cheap to recompute is not stashed: the two RMSNorm outputs (and their rstd),
-//! the short conv and silu(up)·gate come back from one dispatch each.
+//! its backward needs as packed f16 in two stashes, written by the seed's `fp32_to_fp16` (see
+//! `Part` for when) and widened back by `fp16_to_fp32` when the backward reaches the block.
+//! What is cheap to recompute is not stashed: the two RMSNorm outputs (and their rstd), the
+//! short conv and silu(up)·gate come back from one dispatch each.
 //!
 //! The scratch is two buffers, because one dispatch may not read and write the same buffer
 //! (even disjoint ranges of it), in elements (each part starting at a multiple of ALIGN so
@@ -49,6 +49,18 @@ pub struct BlockActs {
     pub g: Tensor,
     /// (N, C) the MLP's down projection; the block's output is x1 + down
     pub down: Tensor,
+}
+
+/// What is stashed or widened together. The forward stashes qkv (after RoPE) and widens it
+/// straight back, so attention runs on the rounded q, k, v whose log-sum-exp the backward then
+/// matches exactly; x and att follow after the attention projection, the MLP half after the
+/// down projection. The backward widens the MLP half, then the attention half (both parts).
+#[derive(Clone, Copy)]
+pub enum Part {
+    Qkv,
+    XAtt,
+    Attention,
+    Mlp,
 }
 
 /// A mixed-precision block's f16 copies of its two scratch regions.
@@ -139,24 +151,27 @@ impl Activations {
     }
 
     /// The f32 regions of the scratch and the stash views they are copied to.
-    fn pairs(&self, s: &Stash, attention: bool) -> Vec<(Tensor, Tensor)> {
+    fn pairs(&self, s: &Stash, part: Part) -> Vec<(Tensor, Tensor)> {
         let m = self.mixed_part();
-        if !attention {
-            return vec![(m.mlp_region.clone(), s.mlp.clone())];
-        }
         let (xa, qkv) = (m.x_att.len() / 2, m.qkv.len() / 2);
-        vec![(m.x_att.clone(), s.attn.view("x, att (f16)", 0, vec![xa])), (m.qkv.clone(), s.attn.view("qkv (f16)", xa, vec![qkv]))]
+        let x_att = (m.x_att.clone(), s.attn.view("x, att (f16)", 0, vec![xa]));
+        let qkv = (m.qkv.clone(), s.attn.view("qkv (f16)", xa, vec![qkv]));
+        match part {
+            Part::Qkv => vec![qkv],
+            Part::XAtt => vec![x_att],
+            Part::Attention => vec![x_att, qkv],
+            Part::Mlp => vec![(m.mlp_region.clone(), s.mlp.clone())],
+        }
     }
 
-    /// Copies the attention half (x, att, qkv: after the attention projection) or the MLP
-    /// half (x1, up, gate: after the down projection) into the stash as f16.
-    pub fn stash_ops(&self, gpu: &Gpu, s: &Stash, attention: bool) -> Result<Vec<Op>> {
-        self.pairs(s, attention).iter().map(|(wide, half)| fp32_to_fp16(gpu, wide, half)).collect()
+    /// Copies a part of the scratch into the stash as f16.
+    pub fn stash_ops(&self, gpu: &Gpu, s: &Stash, part: Part) -> Result<Vec<Op>> {
+        self.pairs(s, part).iter().map(|(wide, half)| fp32_to_fp16(gpu, wide, half)).collect()
     }
 
-    /// Widens a stashed half back into the scratch.
-    pub fn widen_ops(&self, gpu: &Gpu, s: &Stash, attention: bool) -> Result<Vec<Op>> {
-        self.pairs(s, attention).iter().map(|(wide, half)| fp16_to_fp32(gpu, half, wide)).collect()
+    /// Widens a stashed part back into the scratch.
+    pub fn widen_ops(&self, gpu: &Gpu, s: &Stash, part: Part) -> Result<Vec<Op>> {
+        self.pairs(s, part).iter().map(|(wide, half)| fp16_to_fp32(gpu, half, wide)).collect()
     }
 
     /// The stash's packed views of the block's input x (N·C / 2 words) and of its qkv

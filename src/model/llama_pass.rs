@@ -17,23 +17,23 @@ use crate::kernels::norm::{rms_norm, rms_norm_backward, rms_norm_backward_weight
 use crate::kernels::quant::fp32_to_fp16;
 use crate::kernels::rope::{rope, rope_backward, RopeConfig};
 use crate::model::llama::LlamaConfig;
-use crate::model::llama_acts::{Activations, BlockActs, Stash};
+use crate::model::llama_acts::{Activations, BlockActs, Part, Stash};
 use crate::model::params::ParamStore;
 use crate::model::{Net, Taps};
 
-/// The weight a pass reads: the packed f16 copy in mixed precision, else the fp32 weight.
-fn weight(p: &ParamStore, name: &str) -> (Tensor, bool) {
+/// The weight a pass reads — the packed f16 copy in mixed precision, else the fp32 weight —
+/// and `desc` marked accordingly.
+fn weight(p: &ParamStore, name: &str, desc: MatmulDesc) -> (Tensor, MatmulDesc) {
     match p.weight16(name) {
-        Some(w16) => (w16, true),
-        None => (p.weight(name), false),
+        Some(w16) => (w16, desc.b_f16()),
+        None => (p.weight(name), desc),
     }
 }
 
 /// Y = X·Wᵀ: one dispatch, or a split-K pair for (tokens, small) outputs with a long k.
 fn linear(gpu: &Gpu, p: &ParamStore, x: &Tensor, name: &str, y: &Tensor, (rows, out, inp): (usize, usize, usize)) -> Result<Vec<Op>> {
-    let (w, f16) = weight(p, name);
-    let desc = MatmulDesc::new(rows, out, inp).trans_b();
-    matmul_ops(gpu, x, &w, y, if f16 { desc.b_f16() } else { desc })
+    let (w, desc) = weight(p, name, MatmulDesc::new(rows, out, inp).trans_b());
+    matmul_ops(gpu, x, &w, y, desc)
 }
 
 /// dW (out, in) += dyᵀ·x and dx (rows, in) = dy·W (or += when `acc`).
@@ -50,10 +50,9 @@ fn linear_backward(
     // dW has few output tiles and k = rows: matmul_ops splits it along k when that helps.
     let mut ops = matmul_ops(gpu, dy, x, &p.grad(name), MatmulDesc::new(out, inp, rows).trans_a().accumulate())?;
     if let Some((dx, acc)) = dx {
-        let (w, f16) = weight(p, name);
         let desc = MatmulDesc::new(rows, inp, out);
-        let desc = if acc { desc.accumulate() } else { desc };
-        ops.extend(matmul_ops(gpu, dy, &w, dx, if f16 { desc.b_f16() } else { desc })?);
+        let (w, desc) = weight(p, name, if acc { desc.accumulate() } else { desc });
+        ops.extend(matmul_ops(gpu, dy, &w, dx, desc)?);
     }
     Ok(ops)
 }
@@ -91,10 +90,14 @@ impl LlamaConfig {
             }
             fwd.extend(linear(gpu, p, &b.qkv_in, &name("qkv"), &b.qkv, (n, 3 * c, c))?);
             fwd.push(rope(gpu, &b.qkv, &rope_cfg)?.op);
+            if let Some(s) = &stash {
+                fwd.extend(acts.stash_ops(gpu, s, Part::Qkv)?);
+                fwd.extend(acts.widen_ops(gpu, s, Part::Qkv)?);
+            }
             fwd.push(attention_forward(gpu, dims, &b.qkv, &b.att, &b.lse)?);
             fwd.extend(linear(gpu, p, &b.att, &name("proj"), &b.proj, (n, c, c))?);
             if let Some(s) = &stash {
-                fwd.extend(acts.stash_ops(gpu, s, true)?);
+                fwd.extend(acts.stash_ops(gpu, s, Part::XAtt)?);
             }
             fwd.push(rms_norm_residual(gpu, &b.x, &b.proj, &w("mlp_norm"), &b.x1, &b.n2, &b.rstd2, eps)?);
             fwd.extend(linear(gpu, p, &b.n2, &name("up"), &b.up, (n, f, c))?);
@@ -102,7 +105,7 @@ impl LlamaConfig {
             fwd.push(silu_gate(gpu, &b.up, &b.gate, &b.g)?);
             fwd.extend(linear(gpu, p, &b.g, &name("down"), &b.down, (n, c, f))?);
             if let Some(s) = &stash {
-                fwd.extend(acts.stash_ops(gpu, s, false)?);
+                fwd.extend(acts.stash_ops(gpu, s, Part::Mlp)?);
             }
             // x2 = x1 + down, fused with the next norm (the next block's, or the final one).
             let next_norm = if l + 1 < cfg.layers { p.weight(&format!("blocks.{}.attn_norm", l + 1)) } else { p.weight("final_norm") };
@@ -125,7 +128,7 @@ impl LlamaConfig {
 
 /// The look-inside views' tensors: each block's output (the next block's input) and q, k, v.
 /// In mixed precision they are the stashes' f16 views (the final residual stream gets one
-/// more dispatch into its own), which `Taps::widened` turns back into f32 for a view.
+/// more dispatch into its own), which `Taps::layers_f32` / `attention_f32` turn back into f32 for a view.
 fn taps_of(gpu: &Gpu, acts: &Activations, blocks: &[(BlockActs, Option<Stash>)], x_final: &Tensor, fwd: &mut Vec<Op>, taps: &mut Taps) -> Result<()> {
     taps.packed = acts.is_mixed();
     // Block l's input is block l - 1's output.
@@ -182,7 +185,7 @@ fn backward(
         let name = |s: &str| format!("blocks.{l}.{s}");
         if let Some(s) = stash {
             // Mixed precision: x1, up and gate come back from f16; n2 and g are recomputed.
-            ops.extend(acts.widen_ops(gpu, s, false)?);
+            ops.extend(acts.widen_ops(gpu, s, Part::Mlp)?);
             ops.push(rms_norm(gpu, &b.x1, &p.weight(&name("mlp_norm")), &b.n2, &b.rstd2, eps)?);
             ops.push(silu_gate(gpu, &b.up, &b.gate, &b.g)?);
         }
@@ -195,7 +198,7 @@ fn backward(
         ops.extend(rms_norm_backward_weight(gpu, &dn, &b.x1, &b.rstd2, &p.grad(&name("mlp_norm")))?);
         if let Some(s) = stash {
             // x, qkv and att come back from f16; n1 (and the short conv) are recomputed.
-            ops.extend(acts.widen_ops(gpu, s, true)?);
+            ops.extend(acts.widen_ops(gpu, s, Part::Attention)?);
             ops.push(rms_norm(gpu, &b.x, &p.weight(&name("attn_norm")), &b.n1, &b.rstd1, eps)?);
             if cfg.short_conv {
                 ops.push(conv1d_shaped(gpu, &b.n1, &p.weight(&name("conv")), &p.weight(&name("conv_bias")), &b.qkv_in, conv_shape)?);

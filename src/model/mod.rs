@@ -38,26 +38,29 @@ pub struct Taps {
     /// A Llama's blocks: (B·T, 3C) q, k (rotated) and v, and (B, H, T) each query's log-sum-exp
     pub attention: Vec<(Tensor, Tensor)>,
     /// Mixed precision: `layers` and the qkv of `attention` are packed f16 (half the words);
-    /// `widened` gives f32 copies.
+    /// `layers_f32` and `attention_f32` give f32 copies.
     pub packed: bool,
 }
 
 impl Taps {
-    /// The taps as f32, and the dispatches that fill them (none unless `packed`): views run
-    /// between steps, so widening a copy costs one small dispatch per tensor when asked.
-    pub fn widened(&self, gpu: &Gpu) -> Result<(Taps, Vec<Op>)> {
+    /// Each layer's output as f32, and in `ops` the dispatches that fill them (none unless
+    /// `packed`): the views run between steps, so a copy costs one small dispatch per tensor.
+    pub fn layers_f32(&self, gpu: &Gpu, ops: &mut Vec<Op>) -> Result<Vec<(String, Tensor)>> {
+        self.layers.iter().map(|(name, t)| Ok((name.clone(), self.widen(gpu, t, name, ops)?))).collect()
+    }
+
+    /// Each block's (qkv as f32, lse), and in `ops` the dispatches that fill them.
+    pub fn attention_f32(&self, gpu: &Gpu, ops: &mut Vec<Op>) -> Result<Vec<(Tensor, Tensor)>> {
+        self.attention.iter().map(|(qkv, lse)| Ok((self.widen(gpu, qkv, "qkv", ops)?, lse.clone()))).collect()
+    }
+
+    fn widen(&self, gpu: &Gpu, t: &Tensor, name: &str, ops: &mut Vec<Op>) -> Result<Tensor> {
         if !self.packed {
-            return Ok((self.clone(), vec![]));
+            return Ok(t.clone());
         }
-        let mut ops = vec![];
-        let mut widen = |t: &Tensor, name: &str| -> Result<Tensor> {
-            let wide = gpu.tensor(name, &[t.len() * 2])?;
-            ops.push(crate::kernels::quant::fp16_to_fp32(gpu, t, &wide)?);
-            Ok(wide)
-        };
-        let layers = self.layers.iter().map(|(name, t)| Ok((name.clone(), widen(t, name)?))).collect::<Result<Vec<_>>>()?;
-        let attention = self.attention.iter().map(|(qkv, lse)| Ok((widen(qkv, "qkv")?, lse.clone()))).collect::<Result<Vec<_>>>()?;
-        Ok((Taps { layers, attention, packed: false }, ops))
+        let wide = gpu.tensor(name, &[t.len() * 2])?;
+        ops.push(crate::kernels::quant::fp16_to_fp32(gpu, t, &wide)?);
+        Ok(wide)
     }
 }
 
@@ -81,6 +84,14 @@ impl ModelConfig {
         match self {
             ModelConfig::Mlp(m) => m.param_specs(),
             ModelConfig::Llama(l) => l.param_specs(),
+        }
+    }
+
+    /// The same model trained in fp32: what a checkpoint of either precision must match.
+    pub fn in_fp32(&self) -> ModelConfig {
+        match self {
+            ModelConfig::Llama(l) => ModelConfig::Llama(llama::LlamaConfig { precision: llama::Precision::Fp32, ..l.clone() }),
+            other => other.clone(),
         }
     }
 

@@ -33,8 +33,9 @@ impl Session {
         let dims = AttentionDims { batch: 1, seq: t, heads: h, head_dim: cfg.head_dim() };
         // (layers) × (1, H, T, T) each layer's probabilities over the whole window
         let maps = (0..cfg.layers).map(|l| self.gpu.tensor(&format!("attention map {l}"), &[1, h, t, t])).collect::<Result<Vec<_>>>()?;
-        let (taps, widen) = net.taps.widened(&self.gpu)?;
-        let ops = taps.attention.iter().zip(&maps).map(|((qkv, lse), map)| attention_probs(&self.gpu, dims, qkv, lse, map)).collect::<Result<Vec<_>>>()?;
+        let mut widen = vec![];
+        let attention = net.taps.attention_f32(&self.gpu, &mut widen)?;
+        let ops = attention.iter().zip(&maps).map(|((qkv, lse), map)| attention_probs(&self.gpu, dims, qkv, lse, map)).collect::<Result<Vec<_>>>()?;
         self.gpu.write(&net.input, &input)?;
         self.gpu.run(&net.forward.iter().chain(&widen).chain(&ops).collect::<Vec<&Op>>())?;
         let mut probs = Vec::with_capacity(cfg.layers * h * n * n);

@@ -114,7 +114,14 @@ impl Session {
 
     /// A new session on `gpu` built from the checkpoint's own config, then loaded from it.
     pub fn from_checkpoint(gpu: Gpu, bytes: &[u8]) -> Result<Session> {
-        let (cfg, _) = read_header(bytes)?;
+        Session::from_checkpoint_with(gpu, bytes, |_| {})
+    }
+
+    /// `from_checkpoint` with the checkpoint's config edited first (`kiln train --resume
+    /// --mixed` trains on in mixed precision); the edit must keep the model's parameters.
+    pub fn from_checkpoint_with(gpu: Gpu, bytes: &[u8], edit: impl FnOnce(&mut SessionConfig)) -> Result<Session> {
+        let (mut cfg, _) = read_header(bytes)?;
+        edit(&mut cfg);
         let mut session = Session::with_gpu(gpu, cfg)?;
         session.load_checkpoint(bytes)?;
         Ok(session)
@@ -152,7 +159,9 @@ pub fn decode(bytes: &[u8], expect: Option<(&ModelConfig, &Layout)>) -> Result<D
     let own;
     let layout = match expect {
         Some((model, layout)) => {
-            if &config.model != model {
+            // The same model in either precision: precision changes how training stores
+            // numbers, not the parameters a checkpoint holds.
+            if config.model.in_fp32() != model.in_fp32() {
                 return Err(bad(format!(
                     "it holds a different model ({}) than this session ({})",
                     serde_json::to_string(&config.model).unwrap_or_default(),

@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::config::{DataConfig, SessionConfig, TextData};
 use crate::data::text::TextCorpus;
 use crate::error::Result;
-use crate::model::llama::{LlamaConfig, Precision};
+use crate::model::llama::LlamaConfig;
 use crate::model::ModelConfig;
 use crate::optim::Schedule;
 use crate::presets::preset;
@@ -43,17 +43,17 @@ pub fn foreign_config(config: &Value, files: &HashMap<String, Vec<u8>>) -> Resul
         .find(|&c| corpus.check_context(c, validation_fraction).is_ok())
         .ok_or_else(|| refuse("train.txt", "is too short to hold a training window of 8 characters in each split"))?;
     let model = LlamaConfig {
-        vocab: number("vocab_size")?,
-        d_model: number("hidden_size")?,
-        heads: number("num_attention_heads")?,
-        layers: number("num_hidden_layers")?,
-        context,
-        hidden: number("intermediate_size")?,
         rope_theta: float(config.get("rope_theta").or_else(|| config.pointer("/rope_parameters/rope_theta")), 10_000.0),
         // Transformers' LlamaConfig default.
         norm_eps: float(config.get("rms_norm_eps"), 1e-6),
-        short_conv: false,
-        precision: Precision::Fp32,
+        ..LlamaConfig::new(
+            number("vocab_size")?,
+            number("hidden_size")?,
+            number("num_attention_heads")?,
+            number("num_hidden_layers")?,
+            context,
+            number("intermediate_size")?,
+        )
     };
     let mut cfg = preset("llama-tiny").expect("llama-tiny is a preset");
     cfg.model = ModelConfig::Llama(model);

@@ -84,10 +84,11 @@ impl Session {
         let table = self.gpu.tensor_from("inspect table", &[entries.len(), 2], &table)?;
         let params = StatsInputs { values: &self.params.weights, prev_and_grads: Some((&self.prev_weights, &self.params.grads)), table: &table };
         let mut groups = vec![self.distribution_ops(&params, bins)?];
-        let (taps, widen) = self.pass.taps.widened(&self.gpu)?;
+        let mut widen = vec![];
+        let layers = self.pass.taps.layers_f32(&self.gpu, &mut widen)?;
         // (1, 2) each activation tensor as one range
-        let wholes = taps.layers.iter().map(|(_, a)| self.gpu.tensor_from("activation table", &[1, 2], &[0u32, a.len() as u32])).collect::<Result<Vec<_>>>()?;
-        for ((_, activation), whole) in taps.layers.iter().zip(&wholes) {
+        let wholes = layers.iter().map(|(_, a)| self.gpu.tensor_from("activation table", &[1, 2], &[0u32, a.len() as u32])).collect::<Result<Vec<_>>>()?;
+        for ((_, activation), whole) in layers.iter().zip(&wholes) {
             groups.push(self.distribution_ops(&StatsInputs { values: activation, prev_and_grads: None, table: whole }, bins)?);
         }
         self.gpu.run(&widen.iter().chain(groups.iter().flat_map(|g| &g.ops)).collect::<Vec<&Op>>())?;
@@ -98,8 +99,7 @@ impl Session {
         let n = entries.len();
         let mut take = || all.by_ref().take(n).collect::<Vec<_>>();
         let (weights, grads, updates) = (take(), take(), take());
-        let activations: Vec<(&str, Distribution)> =
-            taps.layers.iter().zip(found).filter_map(|((name, _), mut d)| d.pop().map(|d| (name.as_str(), d))).collect();
+        let activations: Vec<(&str, Distribution)> = layers.iter().zip(found).filter_map(|((name, _), mut d)| d.pop().map(|d| (name.as_str(), d))).collect();
         let layers = layer_stats(entries.iter().map(|e| (e.spec.name.as_str(), e.elements())).zip(&grads), &activations);
         let tensors = entries
             .iter()

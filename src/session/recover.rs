@@ -37,6 +37,10 @@ impl Session {
         self.step = snapshot.step;
         self.rng = Rng::from_state(snapshot.rng);
         self.reset_metrics_cursor();
+        if let Some(scaler) = &self.loss_scale {
+            // Like a new run: the checkpoint or snapshot does not carry the loss scale.
+            scaler.set(&self.gpu, crate::loss_scale::INITIAL_SCALE)?;
+        }
         self.snapshots.set_latest(snapshot.clone());
         Ok(())
     }

@@ -22,18 +22,7 @@ pub fn session(model: ModelConfig, data: DataConfig, seed: u64) -> Session {
 /// A Llama of d_model 16 (2 heads, context 16, SwiGLU 32, vocabulary 40) on a pangram repeated.
 pub fn text_llama(layers: usize, seed: u64) -> Session {
     let text = "the quick brown fox jumps over the lazy dog.\n".repeat(20);
-    let model = LlamaConfig {
-        vocab: 40,
-        d_model: 16,
-        heads: 2,
-        layers,
-        context: 16,
-        hidden: 32,
-        rope_theta: 10_000.0,
-        norm_eps: 1e-5,
-        short_conv: false,
-        precision: Default::default(),
-    };
+    let model = LlamaConfig::new(40, 16, 2, layers, 16, 32);
     session(ModelConfig::Llama(model), DataConfig::Text(TextData { text: Some(text), validation_fraction: 0.1 }), seed)
 }
 

@@ -27,7 +27,11 @@ export class LossScaleCard {
     const scaled = points.filter((p) => p.lossScale != null);
     for (const p of scaled) {
       if (p.lossScale === this.last) continue;
-      if (this.last != null && p.lossScale < this.last) this.backoffs++;
+      if (this.last != null) {
+        if (p.lossScale < this.last) this.backoffs++;
+        // The old value up to the step before, so a change draws as a step, not a ramp.
+        at({ step: p.step - 1, lossScale: this.last });
+      }
       this.last = p.lossScale;
       at(p);
     }
