@@ -291,9 +291,7 @@ function frame() {
   if (state.info) runs.keep(state.playing);
   runs.render();
   render();
-  loss.draw();
-  ratios.draw();
-  lossScale.draw();
+  loss.draw(); ratios.draw(); lossScale.draw();
   inside.draw();
   requestAnimationFrame(frame);
 }

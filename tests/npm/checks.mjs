@@ -1,6 +1,6 @@
 // The check helpers of node-check.mjs: `check(name, fn)` prints `ok - name` or `not ok - name:
 // reason` (tests/npm/run.mjs counts them); `assert`, `rejects` and `failsWith` state what a
-// check expects.
+// check expects; and the configs several checks share.
 
 let failed = 0;
 
@@ -46,3 +46,23 @@ export async function failsWith(call, code, field, what) {
   assert(error.code === code && error.field === field, `${what}: code ${error.code}, field ${error.field} (${error.message}); expected ${code}, ${field}`);
   return error;
 }
+
+// Configs the checks share.
+
+/** mlp-xor's config, written out: preset() needs the module started. */
+export const preset_free = () => ({
+  model: { mlp: { input_dim: 2, hidden: [8], output_dim: 2, activation: 'relu' } },
+  data: { points: { task: 'xor', points: 200, noise: 0.01, validation_fraction: 0.2 } },
+  batch: 32,
+});
+
+export const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+/** A d_model-16 Llama on a pangram repeated (vocabulary 32), with `llama` fields and top-level fields overridden. */
+export const PANGRAM = 'the quick brown fox jumps over the lazy dog. '.repeat(20);
+export const tinyLlama = (llama = {}, rest = {}) => ({
+  model: { llama: { vocab: 32, d_model: 16, heads: 2, layers: 1, context: 16, hidden: 32, ...llama } },
+  data: { text: { text: PANGRAM, validation_fraction: 0.1 } },
+  batch: 4,
+  ...rest,
+});

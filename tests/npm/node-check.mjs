@@ -3,18 +3,9 @@
 // them. Exits non-zero if any check failed.
 import { create, globals } from 'webgpu';
 import { init, Kiln, presets, preset, validateConfig, shareConfig, openShared, readCheckpoint } from 'kiln-gpu';
-import { check, assert, rejects, failsWith, failures } from './checks.mjs';
+import { check, assert, rejects, failsWith, failures, preset_free, mean, PANGRAM, tinyLlama } from './checks.mjs';
 
 const DISPOSED = 'this Kiln run was disposed';
-
-/** mlp-xor's config, written out: preset() needs the module started. */
-const preset_free = () => ({
-  model: { mlp: { input_dim: 2, hidden: [8], output_dim: 2, activation: 'relu' } },
-  data: { points: { task: 'xor', points: 200, noise: 0.01, validation_fraction: 0.2 } },
-  batch: 32,
-});
-
-const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 Object.assign(globalThis, globals);
 
@@ -258,14 +249,7 @@ await check('a regression MLP predicts a curve', async () => {
 });
 
 await check('a tiny Llama trains and generates', async () => {
-  const text = 'the quick brown fox jumps over the lazy dog. '.repeat(20);
-  const llama = {
-    model: { llama: { vocab: 32, d_model: 16, heads: 2, layers: 1, context: 16, hidden: 32 } },
-    data: { text: { text, validation_fraction: 0.1 } },
-    batch: 4,
-    optimizer: { lr: 0.01 },
-    seed: 3,
-  };
+  const llama = tinyLlama({}, { optimizer: { lr: 0.01 }, seed: 3 });
   const r = await Kiln.create(llama);
   assert(r.info.model === 'llama' && r.info.task === 'text' && r.info.tokensPerStep === 64, JSON.stringify(r.info));
   await r.train({ steps: 10, readEvery: 5 });
@@ -294,14 +278,13 @@ await check('a tiny Llama trains and generates', async () => {
   const inside = await r.inspect();
   assert(inside.layers.find((l) => l.name === 'blocks.0')?.activation?.counts.length === 32, 'the block keeps its activations');
   const d = r.dataset();
-  assert(d.kind === 'text' && d.vocab.length === new Set(text).size && d.excerpt.startsWith('the quick'), 'text preview');
+  assert(d.kind === 'text' && d.vocab.length === new Set(PANGRAM).size && d.excerpt.startsWith('the quick'), 'text preview');
   await rejects(r.predictGrid(), 'MLP', 'predictGrid on a Llama');
   await r.dispose();
 });
 
 await check('exportFiles: a Llama and an MLP leave as folders and fromExport brings them back exactly', async () => {
-  const text = 'the quick brown fox jumps over the lazy dog. '.repeat(20);
-  const llama = await Kiln.create({ model: { llama: { vocab: 32, d_model: 16, heads: 2, layers: 1, context: 16, hidden: 32 } }, data: { text: { text, validation_fraction: 0.1 } }, batch: 4, seed: 5 });
+  const llama = await Kiln.create(tinyLlama({}, { seed: 5 }));
   const mlp = await Kiln.create(preset_free());
   for (const [r, names] of [[llama, ['config.json', 'model.safetensors', 'tokenizer.json', 'train.txt', 'train.py', 'kiln_reference.json']], [mlp, ['model.safetensors', 'model.py', 'data.csv', 'kiln_config.json', 'train.py']]]) {
     await r.train({ steps: 4 });
@@ -327,8 +310,7 @@ await check('exportFiles: a Llama and an MLP leave as folders and fromExport bri
 });
 
 await check('mixed precision: the loss scale in the metrics, less GPU memory, the views work', async () => {
-  const text = 'the quick brown fox jumps over the lazy dog. '.repeat(20);
-  const llama = (precision) => ({ model: { llama: { vocab: 32, d_model: 16, heads: 2, layers: 2, context: 16, hidden: 32, precision } }, data: { text: { text, validation_fraction: 0.1 } }, batch: 4, optimizer: { lr: 0.01 }, seed: 3 });
+  const llama = (precision) => tinyLlama({ layers: 2, precision }, { optimizer: { lr: 0.01 }, seed: 3 });
   const [fp32, mixed] = [await Kiln.create(llama('fp32')), await Kiln.create(llama('mixed'))];
   assert(mixed.info.config.model.llama.precision === 'mixed' && !('precision' in fp32.info.config.model.llama), 'fp32 is the default, left out');
   assert(mixed.info.gpuBytes < fp32.info.gpuBytes, `GPU memory ${fp32.info.gpuBytes} -> ${mixed.info.gpuBytes}`);
@@ -347,8 +329,7 @@ await check('mixed precision: the loss scale in the metrics, less GPU memory, th
   const act = (await mixed.inspect()).layers.find((l) => l.name === 'blocks.1')?.activation;
   assert(act?.counts.reduce((x, y) => x + y, 0) === 4 * 16 * 16 && act.nonFinite === 0, `activations from the f16 stash: ${JSON.stringify(act?.counts)}`);
   await failsWith(() => Kiln.create(llama('half')), 'invalid-input', 'model.llama.precision', 'precision half');
-  await fp32.dispose();
-  await mixed.dispose();
+  await Promise.all([fp32.dispose(), mixed.dispose()]);
 });
 
 await check('your own CSV points and your own text; share links round-trip', async () => {
