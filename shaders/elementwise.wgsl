@@ -158,14 +158,29 @@ fn tanh_backward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wor
 }
 
 // ---- fused SwiGLU gate: out = silu(up) * gate ----
-@group(0) @binding(0) var<storage, read> glu_up: array<f32>;         // (N)
-@group(0) @binding(1) var<storage, read> glu_gate: array<f32>;       // (N)
-@group(0) @binding(2) var<storage, read_write> glu_out: array<f32>; // (N)
+// up and gate come from one (N, 2F) product (the Llama's up and gate weights lie back to back),
+// so each row holds [up (F) | gate (F)]; the gradient has the same layout, ready for the
+// joined backward products.
+struct GluParams {
+    hidden: u32, // F
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+};
+
+@group(0) @binding(0) var<storage, read> glu_up_gate: array<f32>;  // (N, 2F)
+@group(0) @binding(1) var<storage, read_write> glu_out: array<f32>; // (N, F)
+@group(0) @binding(2) var<uniform> glu: GluParams;
 
 // The two SwiGLU kernels run on (tokens, hidden) activations, the largest elementwise work of a
 // Llama step: each 64-thread workgroup covers 256 elements (4 per thread, 64 apart so every
 // load is coalesced), a quarter of the workgroups a one-per-thread kernel launches.
 const GLU_PER_WG: u32 = 256u;
+
+// Where element i of an (N, F) tensor's up lies in the (N, 2F) rows; its gate is F further.
+fn glu_up_index(i: u32, f: u32) -> u32 {
+    return i + (i / f) * f;
+}
 
 @compute @workgroup_size(64)
 fn silu_gate_fused(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>,
@@ -175,17 +190,17 @@ fn silu_gate_fused(@builtin(local_invocation_index) lid: u32, @builtin(workgroup
     for (var e = 0u; e < 4u; e++) {
         let i = base + e * WG;
         if (i < len) {
-            let up = glu_up[i];
-            glu_out[i] = up * sigmoid(up) * glu_gate[i];
+            let u = glu_up_index(i, glu.hidden);
+            let up = glu_up_gate[u];
+            glu_out[i] = up * sigmoid(up) * glu_up_gate[u + glu.hidden];
         }
     }
 }
 
-@group(0) @binding(0) var<storage, read> glub_up: array<f32>;             // (N)
-@group(0) @binding(1) var<storage, read> glub_gate: array<f32>;           // (N)
-@group(0) @binding(2) var<storage, read> glub_grad_out: array<f32>;       // (N)
-@group(0) @binding(3) var<storage, read_write> glub_grad_up: array<f32>;  // (N)
-@group(0) @binding(4) var<storage, read_write> glub_grad_gate: array<f32>; // (N)
+@group(0) @binding(0) var<storage, read> glub_up_gate: array<f32>;            // (N, 2F)
+@group(0) @binding(1) var<storage, read> glub_grad_out: array<f32>;           // (N, F)
+@group(0) @binding(2) var<storage, read_write> glub_grad_up_gate: array<f32>; // (N, 2F)
+@group(0) @binding(3) var<uniform> glub: GluParams;
 
 @compute @workgroup_size(64)
 fn silu_gate_backward(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>,
@@ -195,11 +210,12 @@ fn silu_gate_backward(@builtin(local_invocation_index) lid: u32, @builtin(workgr
     for (var e = 0u; e < 4u; e++) {
         let i = base + e * WG;
         if (i < len) {
-            let up = glub_up[i];
+            let u = glu_up_index(i, glub.hidden);
+            let up = glub_up_gate[u];
             let g = glub_grad_out[i];
             let s = sigmoid(up);
-            glub_grad_gate[i] = g * up * s;
-            glub_grad_up[i] = g * glub_gate[i] * s * (1.0 + up * (1.0 - s));
+            glub_grad_up_gate[u + glub.hidden] = g * up * s;
+            glub_grad_up_gate[u] = g * glub_up_gate[u + glub.hidden] * s * (1.0 + up * (1.0 - s));
         }
     }
 }

@@ -36,18 +36,18 @@ pub fn footprint(model: &ModelConfig, batch: usize) -> Footprint {
             let (c, f, h, v, layers) = (l.d_model as u64, l.hidden as u64, l.heads as u64, l.vocab as u64, l.layers as u64);
             let conv = l.short_conv as u64;
             let blocks = if l.mixed() {
-                // Per block two f16 stashes ((x, qkv, att) and (x1, up, gate): 3C + F words per
+                // Per block two f16 stashes ((x, qkv, att) and (x1, up_gate): 3C + F words per
                 // row) and its lse; one block of f32 scratch shared by all (llama_acts.rs).
-                // stream [x | att] 2C, block max(qkv 3C, [x1 | up | gate] C + 2F), n1, proj, n2,
+                // stream [x | att] 2C, block max(qkv 3C, [x1 | up_gate] C + 2F), n1, proj, n2,
                 // down (+ the conv) and g
                 let scratch = n * (2 * c + (3 * c).max(c + 2 * f) + (4 + conv) * c + f);
                 layers * (n * (3 * c + f) + n * h) + scratch
             } else {
                 layers * (n * (c * (9 + conv) + f * 3) + 2 * n * h)
             };
-            // The largest single buffer: logits, qkv or the MLP's (N, F), or mixed precision's
-            // block scratch.
-            let widest = n * v.max(3 * c).max(f).max(if l.mixed() { c + 2 * f } else { 0 });
+            // The largest single buffer: logits, qkv or the MLP's (N, 2F) [up | gate], or mixed
+            // precision's block scratch.
+            let widest = n * v.max(3 * c).max(2 * f).max(if l.mixed() { c + 2 * f } else { 0 });
             (n * (c * 4 + v * 2) + blocks + n * (3 * c + 3 * f), widest)
         }
     };

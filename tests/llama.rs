@@ -1,6 +1,7 @@
 //! The tiny Llama end to end on the GPU: it learns the shipped corpus far below ln(vocab), and
 //! generates text from it.
 
+use kiln::model::llama::Precision;
 use kiln::model::ModelConfig;
 use kiln::optim::Schedule;
 use kiln::presets::preset;
@@ -52,4 +53,33 @@ fn llama_learns_genesis_below_2_5_nats_and_generates() {
         let bad = GenerateOptions { temperature: -1.0, ..opts };
         assert!(s.generate("And", &bad).await.unwrap_err().to_string().contains("temperature"));
     });
+}
+
+/// d_model 12 and SwiGLU 21: up's 252 weights end off the storage alignment, so gate starts
+/// right after them at an unaligned offset (the two bind only as one (42, 12) matrix). Such a
+/// model trains in both precisions, and its checkpoint holds exactly the weights it trained.
+#[test]
+fn llama_with_an_unaligned_gate_trains_and_checkpoints() {
+    for precision in [Precision::Fp32, Precision::Mixed] {
+        let mut cfg = preset("llama-tiny").expect("preset");
+        cfg.batch = 4;
+        if let ModelConfig::Llama(l) = &mut cfg.model {
+            (l.d_model, l.heads, l.hidden, l.layers, l.context, l.precision) = (12, 2, 21, 1, 16, precision);
+        }
+        pollster::block_on(async {
+            let mut s = Session::with_gpu(Gpu::new().await.expect("GPU"), cfg).expect("valid");
+            let (up, gate) = (s.params.entry("blocks.0.up").offset, s.params.entry("blocks.0.gate").offset);
+            let align = s.gpu.limits().min_storage_buffer_offset_alignment as usize / 4;
+            assert_eq!(gate, up + 252, "{precision:?}: gate must follow up without padding");
+            assert!(align < 8 || !gate.is_multiple_of(align), "{precision:?}: gate at {gate}, alignment {align}");
+            assert!(s.params.entry("blocks.0.down").offset.is_multiple_of(align), "{precision:?}: down must start aligned");
+            let before = s.evaluate(true).await.unwrap().loss;
+            s.train(60).unwrap();
+            let after = s.evaluate(true).await.unwrap().loss;
+            println!("{precision:?} unaligned gate: val CE {before:.3} -> {after:.3}");
+            assert!(after < before - 0.5, "{precision:?}: validation CE {before:.3} -> {after:.3}");
+            let back = Session::from_checkpoint(Gpu::new().await.expect("GPU"), &s.save_checkpoint().await.unwrap()).unwrap();
+            assert_eq!(back.evaluate(true).await.unwrap().loss, after, "{precision:?}: the checkpoint's weights evaluate the same");
+        });
+    }
 }

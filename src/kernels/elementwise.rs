@@ -21,8 +21,8 @@ pub const TANH_BACKWARD: Kernel = Kernel { entry: "tanh_backward", family: F, bi
 /// Elements per workgroup of the SwiGLU kernels (see elementwise.wgsl).
 const GLU_PER_WG: usize = 256;
 
-pub const SILU_GATE: Kernel = Kernel { entry: "silu_gate_fused", family: F, bindings: &[R, R, RW] };
-pub const SILU_GATE_BACKWARD: Kernel = Kernel { entry: "silu_gate_backward", family: F, bindings: &[R, R, R, RW, RW] };
+pub const SILU_GATE: Kernel = Kernel { entry: "silu_gate_fused", family: F, bindings: &[R, RW, U] };
+pub const SILU_GATE_BACKWARD: Kernel = Kernel { entry: "silu_gate_backward", family: F, bindings: &[R, R, RW, U] };
 
 pub const BIAS_ACTIVATION: Kernel = Kernel { entry: "bias_activation", family: F, bindings: &[R, R, RW, RW, U] };
 
@@ -192,19 +192,35 @@ pub fn activation_backward(gpu: &Gpu, act: Activation, grad_out: &Tensor, x: &Te
     gpu.op(kernel, &[T(grad_out), T(x), T(grad_in)], gpu.grid(groups_1d(x.len())))
 }
 
-/// out = silu(up) * gate.
-pub fn silu_gate(gpu: &Gpu, up: &Tensor, gate: &Tensor, out: &Tensor) -> Result<Op> {
-    expect_len(gate, up.len(), "gate")?;
-    expect_len(out, up.len(), "silu_gate output")?;
-    gpu.op(&SILU_GATE, &[T(up), T(gate), T(out)], gpu.grid(up.len().div_ceil(GLU_PER_WG) as u32))
+/// Mirrors `GluParams` in elementwise.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct GluParams {
+    hidden: u32,
+    pad: [u32; 3],
 }
 
-pub fn silu_gate_backward(gpu: &Gpu, up: &Tensor, gate: &Tensor, grad_out: &Tensor, grad_up: &Tensor, grad_gate: &Tensor) -> Result<Op> {
-    for (t, what) in [(gate, "gate"), (grad_out, "grad_out"), (grad_up, "grad_up"), (grad_gate, "grad_gate")] {
-        expect_len(t, up.len(), what)?;
+/// Checks an (N, 2F) [up | gate] tensor against its (N, F) partner and makes the params.
+fn glu_params(gpu: &Gpu, up_gate: &Tensor, half: &Tensor, hidden: usize) -> Result<crate::gpu::Uniform> {
+    if hidden == 0 || !half.len().is_multiple_of(hidden) {
+        return Err(KilnError::invalid(half.name(), format!("{} elements are not rows of hidden width {hidden}", half.len())));
     }
-    let args = [T(up), T(gate), T(grad_out), T(grad_up), T(grad_gate)];
-    gpu.op(&SILU_GATE_BACKWARD, &args, gpu.grid(up.len().div_ceil(GLU_PER_WG) as u32))
+    expect_len(up_gate, 2 * half.len(), "up_gate (N, 2F)")?;
+    Ok(gpu.uniform("silu_gate params", &GluParams { hidden: hidden as u32, pad: [0; 3] }))
+}
+
+/// out (N, F) = silu(up) * gate, where each row of `up_gate` (N, 2F) is [up (F) | gate (F)].
+pub fn silu_gate(gpu: &Gpu, up_gate: &Tensor, out: &Tensor, hidden: usize) -> Result<Op> {
+    let p = glu_params(gpu, up_gate, out, hidden)?;
+    gpu.op(&SILU_GATE, &[T(up_gate), T(out), Uni(&p)], gpu.grid(out.len().div_ceil(GLU_PER_WG) as u32))
+}
+
+/// grad_up_gate (N, 2F) = [d up | d gate] from grad_out (N, F), in `up_gate`'s layout.
+pub fn silu_gate_backward(gpu: &Gpu, up_gate: &Tensor, grad_out: &Tensor, grad_up_gate: &Tensor, hidden: usize) -> Result<Op> {
+    let p = glu_params(gpu, up_gate, grad_out, hidden)?;
+    expect_len(grad_up_gate, up_gate.len(), "grad_up_gate")?;
+    let args = [T(up_gate), T(grad_out), T(grad_up_gate), Uni(&p)];
+    gpu.op(&SILU_GATE_BACKWARD, &args, gpu.grid(grad_out.len().div_ceil(GLU_PER_WG) as u32))
 }
 
 // ---------------------------------------------------------------- f64 references
@@ -251,6 +267,17 @@ pub mod reference {
                 }
             })
             .collect()
+    }
+
+    /// (up, gate) of an (N, 2F) [up | gate] tensor, as two (N, F) ones.
+    pub fn split_up_gate(up_gate: &[f64], hidden: usize) -> (Vec<f64>, Vec<f64>) {
+        let rows = up_gate.chunks(2 * hidden);
+        (rows.clone().flat_map(|r| &r[..hidden]).copied().collect(), rows.flat_map(|r| &r[hidden..]).copied().collect())
+    }
+
+    /// The inverse of `split_up_gate`.
+    pub fn join_up_gate(up: &[f64], gate: &[f64], hidden: usize) -> Vec<f64> {
+        up.chunks(hidden).zip(gate.chunks(hidden)).flat_map(|(u, g)| u.iter().chain(g)).copied().collect()
     }
 
     pub fn silu_gate(up: &[f64], gate: &[f64]) -> Vec<f64> {

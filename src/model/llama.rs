@@ -123,20 +123,21 @@ impl LlamaConfig {
         let std = 0.02;
         // Residual projections start smaller so the stream's variance does not grow with depth.
         let resid_std = std / (2.0 * self.layers as f32).sqrt();
-        let linear = |name: String, shape: Vec<usize>, s: f32| ParamSpec { name, shape, init: Init::Normal(s), decay: true };
-        let norm = |name: String| ParamSpec { name, shape: vec![c], init: Init::Constant(1.0), decay: false };
+        let linear = |name: String, shape: Vec<usize>, s: f32| ParamSpec { name, shape, init: Init::Normal(s), decay: true, joins_next: false };
+        let norm = |name: String| ParamSpec { name, shape: vec![c], init: Init::Constant(1.0), decay: false, joins_next: false };
         let mut specs = vec![linear("wte".into(), vec![v, c], std)];
         for l in 0..self.layers {
             specs.push(norm(format!("blocks.{l}.attn_norm")));
             if self.short_conv {
                 // Taps (s−2, s−1, s) = (0, 0, 1): the block starts as it would without the conv.
-                specs.push(ParamSpec { name: format!("blocks.{l}.conv"), shape: vec![c, 3], init: Init::CausalIdentity, decay: false });
-                specs.push(ParamSpec { name: format!("blocks.{l}.conv_bias"), shape: vec![c], init: Init::Constant(0.0), decay: false });
+                specs.push(ParamSpec { name: format!("blocks.{l}.conv"), shape: vec![c, 3], init: Init::CausalIdentity, decay: false, joins_next: false });
+                specs.push(ParamSpec { name: format!("blocks.{l}.conv_bias"), shape: vec![c], init: Init::Constant(0.0), decay: false, joins_next: false });
             }
             specs.push(linear(format!("blocks.{l}.qkv"), vec![3 * c, c], std));
             specs.push(linear(format!("blocks.{l}.proj"), vec![c, c], resid_std));
             specs.push(norm(format!("blocks.{l}.mlp_norm")));
-            specs.push(linear(format!("blocks.{l}.up"), vec![f, c], std));
+            // up and gate lie back to back: the MLP reads n2 once through a (2F, C) product.
+            specs.push(ParamSpec { joins_next: true, ..linear(format!("blocks.{l}.up"), vec![f, c], std) });
             specs.push(linear(format!("blocks.{l}.gate"), vec![f, c], std));
             specs.push(linear(format!("blocks.{l}.down"), vec![c, f], resid_std));
         }

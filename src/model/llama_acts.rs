@@ -9,8 +9,8 @@
 //! (even disjoint ranges of it), in elements (each part starting at a multiple of ALIGN so
 //! views and their halves bind at legal offsets):
 //!   stream  [x (N·C) | att (N·C)]
-//!   block   [qkv (N·3C)], and later in the block [x1 (N·C) | up (N·F) | gate (N·F)]
-//! The MLP half (x1, up, gate) reuses qkv's place: the forward stashes x, att and qkv before it
+//!   block   [qkv (N·3C)], and later in the block [x1 (N·C) | up_gate (N·2F)]
+//! The MLP half (x1, up_gate) reuses qkv's place: the forward stashes x, att and qkv before it
 //! writes x1, and the backward widens the MLP half before the attention half. x, the block's
 //! input, carries the residual stream from block to block.
 
@@ -43,9 +43,8 @@ pub struct BlockActs {
     /// (N) and (N, C): the MLP RMSNorm's rstd and output
     pub rstd2: Tensor,
     pub n2: Tensor,
-    /// (N, F) up, gate and silu(up)·gate
-    pub up: Tensor,
-    pub gate: Tensor,
+    /// (N, 2F) rows of [up (F) | gate (F)], from one product; (N, F) silu(up)·gate
+    pub up_gate: Tensor,
     pub g: Tensor,
     /// (N, C) the MLP's down projection; the block's output is x1 + down
     pub down: Tensor,
@@ -67,7 +66,7 @@ pub enum Part {
 pub struct Stash {
     /// ((x | att) + qkv) / 2 words
     pub attn: Tensor,
-    /// (MLP region / 2) words: x1, up, gate
+    /// (MLP region / 2) words: x1, up_gate
     pub mlp: Tensor,
 }
 
@@ -81,7 +80,7 @@ pub struct Activations {
 struct Mixed {
     /// Every block's tensors except `lse` (one per block) are these views of the scratch.
     shared: BlockActs,
-    /// f32 views of the scratch: [x | att], [qkv] and [x1 | up | gate]
+    /// f32 views of the scratch: [x | att], [qkv] and [x1 | up_gate]
     x_att: Tensor,
     qkv: Tensor,
     mlp_region: Tensor,
@@ -135,8 +134,7 @@ impl Activations {
             x1: t("x1", &[n, c])?,
             rstd2: t("rstd2", &[n])?,
             n2: t("n2", &[n, c])?,
-            up: t("up", &[n, f])?,
-            gate: t("gate", &[n, f])?,
+            up_gate: t("up_gate", &[n, 2 * f])?,
             g: t("g", &[n, f])?,
             down: t("down", &[n, c])?,
         })
@@ -191,8 +189,8 @@ impl Mixed {
     fn new(gpu: &Gpu, cfg: &LlamaConfig, batch: usize) -> Result<Mixed> {
         let (n, c, f) = (batch * cfg.context, cfg.d_model, cfg.hidden);
         let stream = gpu.tensor("stream scratch", &[2 * aligned(n * c)])?;
-        let (up_at, gate_at) = (aligned(n * c), aligned(n * c) + aligned(n * f));
-        let mlp_len = gate_at + aligned(n * f);
+        let up_gate_at = aligned(n * c);
+        let mlp_len = up_gate_at + aligned(2 * n * f);
         let block = gpu.tensor("block scratch", &[aligned(3 * n * c).max(mlp_len)])?;
         let t = |name: &str, shape: &[usize]| gpu.tensor(name, shape);
         let n1 = t("n1", &[n, c])?;
@@ -208,8 +206,7 @@ impl Mixed {
             x1: block.view("x1", 0, vec![n, c]),
             rstd2: t("rstd2", &[n])?,
             n2: t("n2", &[n, c])?,
-            up: block.view("up", up_at, vec![n, f]),
-            gate: block.view("gate", gate_at, vec![n, f]),
+            up_gate: block.view("up_gate", up_gate_at, vec![n, 2 * f]),
             g: t("g", &[n, f])?,
             down: t("down", &[n, c])?,
         };

@@ -18,42 +18,30 @@ use crate::kernels::quant::fp32_to_fp16;
 use crate::kernels::rope::{rope, rope_backward, RopeConfig};
 use crate::model::llama::LlamaConfig;
 use crate::model::llama_acts::{Activations, BlockActs, Part, Stash};
-use crate::model::params::ParamStore;
+use crate::model::params::{Linear, ParamStore};
 use crate::model::{Net, Taps};
 
 /// The weight a pass reads — the packed f16 copy in mixed precision, else the fp32 weight —
 /// and `desc` marked accordingly.
-fn weight(p: &ParamStore, name: &str, desc: MatmulDesc) -> (Tensor, MatmulDesc) {
-    match p.weight16(name) {
-        Some(w16) => (w16, desc.b_f16()),
-        None => (p.weight(name), desc),
+fn weight(w: &Linear, desc: MatmulDesc) -> (Tensor, MatmulDesc) {
+    match &w.weight16 {
+        Some(w16) => (w16.clone(), desc.b_f16()),
+        None => (w.weight.clone(), desc),
     }
 }
 
 /// Y = X·Wᵀ: one dispatch, or a split-K pair for (tokens, small) outputs with a long k.
-fn linear(gpu: &Gpu, p: &ParamStore, x: &Tensor, name: &str, y: &Tensor, (rows, out, inp): (usize, usize, usize)) -> Result<Vec<Op>> {
-    let (w, desc) = weight(p, name, MatmulDesc::new(rows, out, inp).trans_b());
+fn linear(gpu: &Gpu, w: &Linear, x: &Tensor, y: &Tensor, (rows, out, inp): (usize, usize, usize)) -> Result<Vec<Op>> {
+    let (w, desc) = weight(w, MatmulDesc::new(rows, out, inp).trans_b());
     matmul_ops(gpu, x, &w, y, desc)
 }
 
-/// dW (out, in) += dyᵀ·x and dx (rows, in) = dy·W (or += when `acc`).
-fn linear_backward(
-    gpu: &Gpu,
-    p: &ParamStore,
-    name: &str,
-    x: &Tensor,
-    dy: &Tensor,
-    dx: Option<(&Tensor, bool)>,
-    dims: (usize, usize, usize),
-) -> Result<Vec<Op>> {
-    let (rows, out, inp) = dims;
+/// dW (out, in) += dyᵀ·x and dx (rows, in) = dy·W.
+fn linear_backward(gpu: &Gpu, w: &Linear, x: &Tensor, dy: &Tensor, dx: &Tensor, (rows, out, inp): (usize, usize, usize)) -> Result<Vec<Op>> {
     // dW has few output tiles and k = rows: matmul_ops splits it along k when that helps.
-    let mut ops = matmul_ops(gpu, dy, x, &p.grad(name), MatmulDesc::new(out, inp, rows).trans_a().accumulate())?;
-    if let Some((dx, acc)) = dx {
-        let desc = MatmulDesc::new(rows, inp, out);
-        let (w, desc) = weight(p, name, if acc { desc.accumulate() } else { desc });
-        ops.extend(matmul_ops(gpu, dy, &w, dx, desc)?);
-    }
+    let mut ops = matmul_ops(gpu, dy, x, &w.grad, MatmulDesc::new(out, inp, rows).trans_a().accumulate())?;
+    let (w, desc) = weight(w, MatmulDesc::new(rows, inp, out));
+    ops.extend(matmul_ops(gpu, dy, &w, dx, desc)?);
     Ok(ops)
 }
 
@@ -88,22 +76,22 @@ impl LlamaConfig {
             if cfg.short_conv {
                 fwd.push(conv1d_shaped(gpu, &b.n1, &w("conv"), &w("conv_bias"), &b.qkv_in, ConvShape::causal_tokens(batch, t, c))?);
             }
-            fwd.extend(linear(gpu, p, &b.qkv_in, &name("qkv"), &b.qkv, (n, 3 * c, c))?);
+            fwd.extend(linear(gpu, &p.linear(&name("qkv")), &b.qkv_in, &b.qkv, (n, 3 * c, c))?);
             fwd.push(rope(gpu, &b.qkv, &rope_cfg)?.op);
             if let Some(s) = &stash {
                 fwd.extend(acts.stash_ops(gpu, s, Part::Qkv)?);
                 fwd.extend(acts.widen_ops(gpu, s, Part::Qkv)?);
             }
             fwd.push(attention_forward(gpu, dims, &b.qkv, &b.att, &b.lse)?);
-            fwd.extend(linear(gpu, p, &b.att, &name("proj"), &b.proj, (n, c, c))?);
+            fwd.extend(linear(gpu, &p.linear(&name("proj")), &b.att, &b.proj, (n, c, c))?);
             if let Some(s) = &stash {
                 fwd.extend(acts.stash_ops(gpu, s, Part::XAtt)?);
             }
             fwd.push(rms_norm_residual(gpu, &b.x, &b.proj, &w("mlp_norm"), &b.x1, &b.n2, &b.rstd2, eps)?);
-            fwd.extend(linear(gpu, p, &b.n2, &name("up"), &b.up, (n, f, c))?);
-            fwd.extend(linear(gpu, p, &b.n2, &name("gate"), &b.gate, (n, f, c))?);
-            fwd.push(silu_gate(gpu, &b.up, &b.gate, &b.g)?);
-            fwd.extend(linear(gpu, p, &b.g, &name("down"), &b.down, (n, c, f))?);
+            // up and gate in one product: their weights lie back to back as a (2F, C) matrix.
+            fwd.extend(linear(gpu, &p.joined(&name("up")), &b.n2, &b.up_gate, (n, 2 * f, c))?);
+            fwd.push(silu_gate(gpu, &b.up_gate, &b.g, f)?);
+            fwd.extend(linear(gpu, &p.linear(&name("down")), &b.g, &b.down, (n, c, f))?);
             if let Some(s) = &stash {
                 fwd.extend(acts.stash_ops(gpu, s, Part::Mlp)?);
             }
@@ -116,7 +104,7 @@ impl LlamaConfig {
         // After the loop: x is the final residual stream, n1 its final norm, rstd1 that norm's rstd.
         taps_of(gpu, &acts, &blocks, &x, &mut fwd, &mut taps)?;
         let logits = gpu.tensor("logits", &[n, v])?;
-        fwd.extend(linear(gpu, p, &n1, "lm_head", &logits, (n, v, c))?);
+        fwd.extend(linear(gpu, &p.linear("lm_head"), &n1, &logits, (n, v, c))?);
         let d_logits = gpu.tensor("dlogits", &[n, v])?;
         let mut net = Net { input: tokens, output: logits, d_output: d_logits, forward: fwd, backward: vec![], taps };
         if train {
@@ -169,31 +157,31 @@ fn backward(
     let (c, f, v) = (cfg.d_model, cfg.hidden, cfg.vocab);
     let n = dims.batch * dims.seq;
     let tensor = |name: &str, shape: &[usize]| gpu.tensor(name, shape);
-    // Scratch shared by every block: (N, C) ×3, (N, F) ×3, (N, 3C), (B, H, T).
+    // Scratch shared by every block: (N, C) ×3, (N, F), (N, 2F), (N, 3C), (B, H, T).
     let (dx, dn, datt) = (tensor("dx", &[n, c])?, tensor("dn", &[n, c])?, tensor("datt", &[n, c])?);
-    let (dg, dup, dgate) = (tensor("dg", &[n, f])?, tensor("dup", &[n, f])?, tensor("dgate", &[n, f])?);
+    let (dg, dup_gate) = (tensor("dg", &[n, f])?, tensor("dup_gate", &[n, 2 * f])?);
     let (dqkv, delta) = (tensor("dqkv", &[n, 3 * c])?, tensor("delta", &[dims.lse_len()])?);
     // (N, C) d(short conv output), when there is one.
     let dconv = if cfg.short_conv { Some(tensor("dconv", &[n, c])?) } else { None };
     let conv_shape = ConvShape::causal_tokens(dims.batch, dims.seq, c);
 
-    let mut ops = linear_backward(gpu, p, "lm_head", n_final, &net.d_output, Some((&dn, false)), (n, v, c))?;
+    let mut ops = linear_backward(gpu, &p.linear("lm_head"), n_final, &net.d_output, &dn, (n, v, c))?;
     ops.push(rms_norm_backward(gpu, &dn, x_final, &p.weight("final_norm"), rstd_final, &dx, false)?);
     ops.extend(rms_norm_backward_weight(gpu, &dn, x_final, rstd_final, &p.grad("final_norm"))?);
     let eps = cfg.norm_eps;
     for (l, (b, stash)) in blocks.iter().enumerate().rev() {
         let name = |s: &str| format!("blocks.{l}.{s}");
         if let Some(s) = stash {
-            // Mixed precision: x1, up and gate come back from f16; n2 and g are recomputed.
+            // Mixed precision: x1 and up_gate come back from f16; n2 and g are recomputed.
             ops.extend(acts.widen_ops(gpu, s, Part::Mlp)?);
             ops.push(rms_norm(gpu, &b.x1, &p.weight(&name("mlp_norm")), &b.n2, &b.rstd2, eps)?);
-            ops.push(silu_gate(gpu, &b.up, &b.gate, &b.g)?);
+            ops.push(silu_gate(gpu, &b.up_gate, &b.g, f)?);
         }
         // MLP: dx holds d(x2) = d(x1 + down).
-        ops.extend(linear_backward(gpu, p, &name("down"), &b.g, &dx, Some((&dg, false)), (n, c, f))?);
-        ops.push(silu_gate_backward(gpu, &b.up, &b.gate, &dg, &dup, &dgate)?);
-        ops.extend(linear_backward(gpu, p, &name("up"), &b.n2, &dup, Some((&dn, false)), (n, f, c))?);
-        ops.extend(linear_backward(gpu, p, &name("gate"), &b.n2, &dgate, Some((&dn, true)), (n, f, c))?);
+        ops.extend(linear_backward(gpu, &p.linear(&name("down")), &b.g, &dx, &dg, (n, c, f))?);
+        ops.push(silu_gate_backward(gpu, &b.up_gate, &dg, &dup_gate, f)?);
+        // One product each for d[up; gate] and dn (its k runs over both halves).
+        ops.extend(linear_backward(gpu, &p.joined(&name("up")), &b.n2, &dup_gate, &dn, (n, 2 * f, c))?);
         ops.push(rms_norm_backward(gpu, &dn, &b.x1, &p.weight(&name("mlp_norm")), &b.rstd2, &dx, true)?);
         ops.extend(rms_norm_backward_weight(gpu, &dn, &b.x1, &b.rstd2, &p.grad(&name("mlp_norm")))?);
         if let Some(s) = stash {
@@ -205,11 +193,11 @@ fn backward(
             }
         }
         // Attention: dx now holds d(x1) = d(x + proj).
-        ops.extend(linear_backward(gpu, p, &name("proj"), &b.att, &dx, Some((&datt, false)), (n, c, c))?);
+        ops.extend(linear_backward(gpu, &p.linear(&name("proj")), &b.att, &dx, &datt, (n, c, c))?);
         let bw = attention_backward(gpu, dims, &b.qkv, &b.att, &b.lse, &datt, &delta, &dqkv)?;
         ops.extend(bw.ops().into_iter().cloned());
         ops.push(rope_backward(gpu, &dqkv, rope_cfg)?.op);
-        ops.extend(linear_backward(gpu, p, &name("qkv"), &b.qkv_in, &dqkv, Some((dconv.as_ref().unwrap_or(&dn), false)), (n, 3 * c, c))?);
+        ops.extend(linear_backward(gpu, &p.linear(&name("qkv")), &b.qkv_in, &dqkv, dconv.as_ref().unwrap_or(&dn), (n, 3 * c, c))?);
         if let Some(dconv) = &dconv {
             ops.push(conv1d_backward_weight(gpu, dconv, &b.n1, &p.grad(&name("conv")), &p.grad(&name("conv_bias")), conv_shape)?);
             ops.push(conv1d_backward_input(gpu, dconv, &p.weight(&name("conv")), &dn, conv_shape)?);

@@ -56,8 +56,8 @@ impl MlpConfig {
     pub fn param_specs(&self) -> Vec<ParamSpec> {
         let mut specs = vec![];
         for (l, (fan_in, out)) in self.layer_dims().into_iter().enumerate() {
-            specs.push(ParamSpec { name: format!("layer{l}.weight"), shape: vec![out, fan_in], init: Init::FanIn(fan_in), decay: true });
-            specs.push(ParamSpec { name: format!("layer{l}.bias"), shape: vec![out], init: Init::FanIn(fan_in), decay: false });
+            specs.push(ParamSpec { name: format!("layer{l}.weight"), shape: vec![out, fan_in], init: Init::FanIn(fan_in), decay: true, joins_next: false });
+            specs.push(ParamSpec { name: format!("layer{l}.bias"), shape: vec![out], init: Init::FanIn(fan_in), decay: false, joins_next: false });
         }
         specs
     }

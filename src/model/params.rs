@@ -25,6 +25,11 @@ pub struct ParamSpec {
     pub shape: Vec<usize>,
     pub init: Init,
     pub decay: bool,
+    /// The next spec starts right after this one, without padding, so the two bind as one
+    /// matrix of stacked rows (a Llama's up and gate: one (2F, C) product; `ParamStore::joined`).
+    /// Both must have the same decay. The second's own offset may then be unaligned, so it is
+    /// only ever bound through the pair.
+    pub joins_next: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -60,8 +65,9 @@ impl Layout {
             if spec.decay {
                 decay_end = (offset + len).next_multiple_of(align);
             }
+            let joins = spec.joins_next;
             entries.push(ParamEntry { spec, offset });
-            offset = (offset + len).next_multiple_of(align);
+            offset = if joins { offset + len } else { (offset + len).next_multiple_of(align) };
         }
         Layout { entries, decay_end, total: offset.max(align) }
     }
@@ -70,6 +76,14 @@ impl Layout {
     pub fn count(&self) -> usize {
         self.entries.iter().map(|e| e.spec.shape.iter().product::<usize>()).sum()
     }
+}
+
+/// What a product needs of one weight matrix (or of a joined pair).
+pub struct Linear {
+    pub weight: Tensor,
+    /// The packed f16 copy, in mixed precision
+    pub weight16: Option<Tensor>,
+    pub grad: Tensor,
 }
 
 #[derive(Clone)]
@@ -137,6 +151,28 @@ impl ParamStore {
         let e = self.entry(name);
         let half = self.weights16.as_ref()?;
         Some(half.view(&format!("{} (f16)", e.spec.name), e.offset / 2, vec![e.elements().div_ceil(2)]))
+    }
+
+    /// Parameter `first` and the one joined after it (`ParamSpec::joins_next`) as one matrix:
+    /// (rows₁ + rows₂, cols) views of the weights, their f16 copy and the gradients.
+    pub fn joined(&self, first: &str) -> Linear {
+        let i = self.entries.iter().position(|e| e.spec.name == first).unwrap_or_else(|| panic!("no parameter {first}"));
+        let (a, b) = (&self.entries[i], &self.entries[i + 1]);
+        assert!(a.spec.joins_next && a.spec.shape[1..] == b.spec.shape[1..], "{first} is not joined to a parameter of its width");
+        let name = format!("{}+{}", a.spec.name, b.spec.name);
+        let mut shape = a.spec.shape.clone();
+        shape[0] += b.spec.shape[0];
+        let len = a.elements() + b.elements();
+        Linear {
+            weight16: self.weights16.as_ref().map(|h| h.view(&format!("{name} (f16)"), a.offset / 2, vec![len.div_ceil(2)])),
+            weight: self.weights.view(&name, a.offset, shape.clone()),
+            grad: self.grads.view(&format!("d{name}"), a.offset, shape),
+        }
+    }
+
+    /// The weight, f16 weight and gradient views of parameter `name`.
+    pub fn linear(&self, name: &str) -> Linear {
+        Linear { weight: self.weight(name), weight16: self.weight16(name), grad: self.grad(name) }
     }
 
     /// The gradient view of parameter `name`.

@@ -84,20 +84,32 @@ async fn bias_activation(gpu: &Gpu, c: &mut Checks) {
 
 async fn silu_gate(gpu: &Gpu, c: &mut Checks) {
     let mut rng = Rng::new(3);
-    for &(n, grid) in SIZES_1D {
+    // (rows, hidden): ragged widths, one row, and a 2-D grid at a lowered limit.
+    for &(rows, f, grid) in &[(1, 7, 65_535), (9, 100, 65_535), (37, 111, 5), (4, 256, 65_535)] {
         gpu.set_grid_limit(grid);
-        let (up, up64) = random_tensor(gpu, &mut rng, "up", &[n], -6.0, 6.0);
-        let (gate, gate64) = random_tensor(gpu, &mut rng, "gate", &[n], -2.0, 2.0);
-        let (g, g64) = random_tensor(gpu, &mut rng, "g", &[n], -1.0, 1.0);
-        let out = gpu.tensor("out", &[n]).unwrap();
-        let (gu, gg) = (gpu.tensor("gu", &[n]).unwrap(), gpu.tensor("gg", &[n]).unwrap());
-        gpu.run(&[&ew::silu_gate(gpu, &up, &gate, &out).unwrap(), &ew::silu_gate_backward(gpu, &up, &gate, &g, &gu, &gg).unwrap()]).unwrap();
-        let want = reference::silu_gate(&up64, &gate64);
-        c.close("silu_gate_fused", &format!("n={n}"), &read(gpu, &out).await, &want, ATOL, RTOL);
+        let n = rows * f;
+        let (_, up64) = random_tensor(gpu, &mut rng, "up", &[n], -6.0, 6.0);
+        let (_, gate64) = random_tensor(gpu, &mut rng, "gate", &[n], -2.0, 2.0);
+        let joined = reference::join_up_gate(&up64, &gate64, f);
+        let up_gate = gpu.tensor_from("up_gate", &[rows, 2 * f], &to32(&joined)).unwrap();
+        let (g, g64) = random_tensor(gpu, &mut rng, "g", &[rows, f], -1.0, 1.0);
+        let out = gpu.tensor("out", &[rows, f]).unwrap();
+        let d_up_gate = gpu.tensor("d_up_gate", &[rows, 2 * f]).unwrap();
+        let fwd = ew::silu_gate(gpu, &up_gate, &out, f).unwrap();
+        let bwd = ew::silu_gate_backward(gpu, &up_gate, &g, &d_up_gate, f).unwrap();
+        gpu.run(&[&fwd, &bwd]).unwrap();
+        let label = format!("{rows}x{f}");
+        c.close("silu_gate_fused", &label, &read(gpu, &out).await, &reference::silu_gate(&up64, &gate64), ATOL, RTOL);
         let (want_u, want_g) = reference::silu_gate_backward(&up64, &gate64, &g64);
-        c.close("silu_gate_backward", &format!("up n={n}"), &read(gpu, &gu).await, &want_u, ATOL, RTOL);
-        c.close("silu_gate_backward", &format!("gate n={n}"), &read(gpu, &gg).await, &want_g, ATOL, RTOL);
+        let want = reference::join_up_gate(&want_u, &want_g, f);
+        c.close("silu_gate_backward", &format!("[d up | d gate] {label}"), &read(gpu, &d_up_gate).await, &want, ATOL, RTOL);
     }
+    // A hidden width that does not divide the tensor, and a wrong-size gradient, are refused.
+    let (a, b) = (gpu.tensor("up_gate", &[3, 10]).unwrap(), gpu.tensor("out", &[3, 5]).unwrap());
+    let err = ew::silu_gate(gpu, &a, &b, 4).map(|_| ()).unwrap_err().to_string();
+    assert!(err.contains("hidden width 4"), "{err}");
+    let err = ew::silu_gate_backward(gpu, &a, &b, &b, 5).map(|_| ()).unwrap_err().to_string();
+    assert!(err.contains("grad_up_gate"), "{err}");
 }
 
 /// A real 2-D launch: more than 65,535 workgroups of 64 threads at the device's own limit.
@@ -134,6 +146,8 @@ fn elementwise_reference_backwards_match_finite_differences() {
     }
     let gate: Vec<f64> = (0..9).map(|_| rng.range(-2.0, 2.0)).collect();
     let (gu, gg) = reference::silu_gate_backward(&x, &gate, &g);
+    let joined = reference::join_up_gate(&x, &gate, 3);
+    assert_eq!(reference::split_up_gate(&joined, 3), (x.clone(), gate.clone()), "join and split invert");
     let nu = numeric_grad(|u| dot(&reference::silu_gate(u, &gate), &g), &x, 1e-6);
     let ng = numeric_grad(|v| dot(&reference::silu_gate(&x, v), &g), &gate, 1e-6);
     assert_close("silu_gate d/up", &to32(&gu), &nu, 1e-6, 1e-5);
