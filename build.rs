@@ -7,6 +7,12 @@
 //!
 //! Each substitution states how often its text must occur, so a change to a source that breaks
 //! one fails the build here instead of compiling a half-renamed shader.
+//!
+//! Every shader (shaders/*.wgsl and the generated ones) is written to OUT_DIR/shaders/, which
+//! src/kernels/mod.rs embeds. For the browser (wasm32) the copies drop comments and blank lines:
+//! the page downloads the WGSL inside its wasm, and the comments are a third of it (~20 KB
+//! gzipped). Native builds keep them, so a validation error natively quotes the commented
+//! source; the browser tests run the stripped shaders the page ships.
 
 use std::{env, fs, path::Path};
 
@@ -56,11 +62,35 @@ fn generate(sources: &[&str], substitutions: Substitutions, out_name: &str, head
         assert!(found > 0 && (count == 0 || found == count), "build.rs: `{from}` occurs {found} times in {sources:?}, expected {count}");
         wgsl = wgsl.replace(from, to);
     }
-    let out = Path::new(&env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join(out_name);
-    fs::write(out, format!("{header}{wgsl}")).expect("OUT_DIR is writable");
+    write_shader(out_name, &format!("{header}{wgsl}"));
+}
+
+/// Writes a shader to OUT_DIR/shaders/, without its comments when building for the browser.
+fn write_shader(name: &str, wgsl: &str) {
+    let dir = Path::new(&env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("shaders");
+    fs::create_dir_all(&dir).expect("OUT_DIR is writable");
+    let browser = env::var("CARGO_CFG_TARGET_ARCH").is_ok_and(|a| a == "wasm32");
+    let text = if browser { strip_comments(name, wgsl) } else { wgsl.to_string() };
+    fs::write(dir.join(name), text).expect("OUT_DIR is writable");
+}
+
+/// The WGSL without `//` comments and blank lines. WGSL has no string literals, so `//` always
+/// starts a comment; block comments are refused rather than parsed (none are used).
+fn strip_comments(name: &str, wgsl: &str) -> String {
+    assert!(!wgsl.contains("/*"), "build.rs: {name} has a block comment; use // comments");
+    let lines = wgsl.lines().map(|l| l.split("//").next().unwrap_or("").trim_end()).filter(|l| !l.trim().is_empty());
+    lines.map(|l| format!("{l}\n")).collect()
 }
 
 fn main() {
+    println!("cargo:rerun-if-changed=shaders");
+    for entry in fs::read_dir("shaders").expect("shaders/ is readable") {
+        let path = entry.expect("shaders/ is readable").path();
+        if path.extension().is_some_and(|e| e == "wgsl") {
+            let name = path.file_name().and_then(|n| n.to_str()).expect("shader names are UTF-8");
+            write_shader(name, &fs::read_to_string(&path).unwrap_or_else(|e| panic!("{} is readable: {e}", path.display())));
+        }
+    }
     generate(
         &["shaders/attention_hd32.wgsl"],
         ATTENTION_HD64,

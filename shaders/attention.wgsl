@@ -142,43 +142,34 @@ fn attention_forward(@builtin(local_invocation_index) lid: u32, @builtin(workgro
     att_lse[(blk.b * att_p.heads + blk.h) * seq + t] = m + log(l);
 }
 
-// ---------------------------------------------------------------- backward prep
-// delta[b, h, t] = Σ_d dout·out over the head: the row term of the softmax backward.
-@group(0) @binding(0) var<storage, read> attp_out: array<f32>;          // (B, T, C)
-@group(0) @binding(1) var<storage, read> attp_dout: array<f32>;         // (B, T, C)
-@group(0) @binding(2) var<storage, read_write> attp_delta: array<f32>; // (B, H, T)
-@group(0) @binding(3) var<uniform> attp_p: AttnParams;
-
-@compute @workgroup_size(64)
-fn attention_backward_prep(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let i = linear_index(gid, nwg); // over (B, H, T)
-    let seq = attp_p.seq;
-    let heads = attp_p.heads;
-    let hd = attp_p.head_dim;
-    if (i >= attp_p.batch * heads * seq) { return; }
-    let t = i % seq;
-    let bh = i / seq;
-    let base = ((bh / heads) * seq + t) * heads * hd + (bh % heads) * hd;
-    var d = 0.0;
-    for (var e = 0u; e < hd; e++) { d += attp_dout[base + e] * attp_out[base + e]; }
-    attp_delta[i] = d;
-}
-
 // ---------------------------------------------------------------- backward dq, dk, dv
 // With dP_ij = dout_i·v_j and dS_ij = P_ij (dP_ij - delta_i):
 //   dq_i = scale Σ_{j<=i} dS_ij k_j,  dk_j = scale Σ_{i>=j} dS_ij q_i,  dv_j = Σ_{i>=j} P_ij dout_i.
 // Both kernels write (never accumulate) their slots of dqkv: dq the q slots, dkv the k and v slots.
+// The dq kernels also compute delta_i = Σ_d dout_i·out_i (the row term of the softmax backward)
+// for their queries and write it for dkv, which runs after them.
 // binding 0 is att_qkv (B, T, 3C), shared with the forward (att_qkv4 reads it)
 @group(0) @binding(1) var<storage, read> attb_dout: array<f32>;        // (B, T, C)
 @group(0) @binding(2) var<storage, read> attb_lse: array<f32>;         // (B, H, T)
 @group(0) @binding(3) var<storage, read> attb_delta: array<f32>;       // (B, H, T)
 @group(0) @binding(4) var<storage, read_write> attb_dqkv: array<f32>; // (B, T, 3C)
 @group(0) @binding(5) var<uniform> attb_p: AttnParams;
+// The dq kernels' own view of delta (they write it) and the forward's output.
+@group(0) @binding(3) var<storage, read_write> attq_delta: array<f32>; // (B, H, T)
+@group(0) @binding(6) var<storage, read> attq_out: array<f32>;         // (B, T, C)
 
 fn attb_dout4(base: u32, c: u32, hd: u32) -> vec4<f32> {
     var v = vec4<f32>(0.0);
     for (var e = 0u; e < 4u; e++) {
         if (c * 4u + e < hd) { v[e] = attb_dout[base + c * 4u + e]; }
+    }
+    return v;
+}
+
+fn attq_out4(base: u32, c: u32, hd: u32) -> vec4<f32> {
+    var v = vec4<f32>(0.0);
+    for (var e = 0u; e < 4u; e++) {
+        if (c * 4u + e < hd) { v[e] = attq_out[base + c * 4u + e]; }
     }
     return v;
 }
@@ -207,9 +198,10 @@ fn attention_backward_dq(@builtin(local_invocation_index) lid: u32, @builtin(wor
         for (var x = 0u; x < hd4; x++) {
             q[x] = attb_p.scale * att_qkv4((tok0 + t) * 3u * c + head, x, hd);
             dout[x] = attb_dout4((tok0 + t) * c + head, x, hd);
+            delta += dot(dout[x], attq_out4((tok0 + t) * c + head, x, hd));
         }
         lse = attb_lse[(blk.b * attb_p.heads + blk.h) * seq + t];
-        delta = attb_delta[(blk.b * attb_p.heads + blk.h) * seq + t];
+        attq_delta[(blk.b * attb_p.heads + blk.h) * seq + t] = delta;
     }
     let end = min(blk.t0 + ATT_BLOCK, seq);
     for (var j0 = 0u; j0 < end; j0 += rows) {

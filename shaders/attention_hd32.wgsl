@@ -104,11 +104,12 @@ fn attention_backward_dq_hd32(@builtin(local_invocation_index) lid: u32, @builti
         if (live) {
             q[x] = attb_p.scale * att_qkv4((tok0 + t) * 3u * c + head, x, hd);
             dout[x] = attb_dout4((tok0 + t) * c + head, x, hd);
+            delta += dot(dout[x], attq_out4((tok0 + t) * c + head, x, hd));
         }
     }
     if (live) {
         lse = attb_lse[(blk.b * attb_p.heads + blk.h) * seq + t];
-        delta = attb_delta[(blk.b * attb_p.heads + blk.h) * seq + t];
+        attq_delta[(blk.b * attb_p.heads + blk.h) * seq + t] = delta;
     }
     let end = min(blk.t0 + ATT_BLOCK, seq);
     for (var j0 = 0u; j0 < end; j0 += ATT_SROWS) {

@@ -31,23 +31,24 @@ pub use crate::gpu::{Access, Family, Kernel};
 pub use Access::{Read as R, ReadWrite as RW, Uniform as U};
 
 /// The shader families: `shaders/common.wgsl` followed by the family's file (and, for a family
-/// split for length, its continuation files, and files build.rs generates into OUT_DIR), one
-/// const each, and `FAMILIES` listing them.
+/// split for length, its continuation files, and files build.rs generates), one const each, and
+/// `FAMILIES` listing them. They are embedded from build.rs's copies in OUT_DIR/shaders/
+/// (without comments in the browser build).
 macro_rules! families {
     ($($name:ident => $file:literal $(+ $extra:literal)* $(+ generated $gen:literal)*),* ;
      generated only: $($gname:ident => $gfile:literal),* $(,)?) => {
         $(pub const $name: &Family = &Family {
             name: $file,
             source: concat!(
-                include_str!("../../shaders/common.wgsl"),
-                include_str!(concat!("../../shaders/", $file, ".wgsl"))
-                $(, include_str!(concat!("../../shaders/", $extra, ".wgsl")))*
-                $(, include_str!(concat!(env!("OUT_DIR"), "/", $gen, ".wgsl")))*
+                include_str!(concat!(env!("OUT_DIR"), "/shaders/common.wgsl")),
+                include_str!(concat!(env!("OUT_DIR"), "/shaders/", $file, ".wgsl"))
+                $(, include_str!(concat!(env!("OUT_DIR"), "/shaders/", $extra, ".wgsl")))*
+                $(, include_str!(concat!(env!("OUT_DIR"), "/shaders/", $gen, ".wgsl")))*
             ),
         };)*
         $(pub const $gname: &Family = &Family {
             name: $gfile,
-            source: concat!(include_str!("../../shaders/common.wgsl"), include_str!(concat!(env!("OUT_DIR"), "/", $gfile, ".wgsl"))),
+            source: concat!(include_str!(concat!(env!("OUT_DIR"), "/shaders/common.wgsl")), include_str!(concat!(env!("OUT_DIR"), "/shaders/", $gfile, ".wgsl"))),
         };)*
 
         /// Every shader family.
