@@ -5,11 +5,12 @@
 // step trained and read back (the first submit waits for every pipeline the step compiles), and
 // ten more. A benchmark: it prints a table, writes --json and asserts nothing.
 //
-//   node bench/first_step_dawn.mjs [--runs 3] [--json FILE] [preset ...]
+//   make npm && node bench/first_step_dawn.mjs [--runs 3] [--json FILE] [preset ...]
 //
 // Without a GPU, Dawn needs SwiftShader: VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
 
 const argv = process.argv.slice(2);
 const arg = (name, fallback) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : fallback);
@@ -38,13 +39,14 @@ if (argv[0] === '--one') {
 }
 
 const runs = Number(arg('--runs', 3));
+if (!(runs >= 1)) throw new Error('--runs takes a count of at least 1');
 const valued = new Set(['--runs', '--json'].flatMap((f) => (argv.includes(f) ? [argv.indexOf(f), argv.indexOf(f) + 1] : [])));
 const named = argv.filter((a, i) => !valued.has(i) && !a.startsWith('--'));
 const presets = named.length ? named : ['mlp-spiral', 'llama-tiny', 'llama-small'];
 const rows = [];
 for (const name of presets) {
   for (let r = 0; r < runs; r++) {
-    const out = execFileSync(process.execPath, [new URL(import.meta.url).pathname, '--one', name], { encoding: 'utf8' });
+    const out = execFileSync(process.execPath, [fileURLToPath(import.meta.url), '--one', name], { encoding: 'utf8' });
     rows.push(JSON.parse(out.trim().split('\n').pop()));
   }
 }

@@ -10,7 +10,9 @@ use crate::gpu::live::Tracked;
 pub struct Tensor {
     buffer: Arc<Tracked>,
     name: std::sync::Arc<str>,
-    /// Offset into `buffer`, in bytes (a multiple of the device's storage offset alignment).
+    /// Offset into `buffer`, in bytes: a multiple of the device's storage offset alignment for
+    /// any tensor bound to a kernel (a view at another offset can only be written or copied;
+    /// the second of a joined parameter pair is one, `ParamSpec::joins_next`).
     offset: u64,
     shape: Vec<usize>,
 }

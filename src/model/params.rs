@@ -58,6 +58,9 @@ pub struct Layout {
 impl Layout {
     pub fn new(mut specs: Vec<ParamSpec>, align: usize) -> Layout {
         specs.sort_by_key(|s| !s.decay); // stable: decayed tensors first, order otherwise kept
+        for (i, s) in specs.iter().enumerate().filter(|(_, s)| s.joins_next) {
+            assert!(specs.get(i + 1).is_some_and(|n| n.decay == s.decay), "{} joins a next parameter of the same decay", s.name);
+        }
         let (mut offset, mut decay_end) = (0, 0);
         let mut entries = Vec::with_capacity(specs.len());
         for spec in specs {
@@ -89,7 +92,9 @@ pub struct Linear {
 #[derive(Clone)]
 pub struct ParamStore {
     pub entries: Vec<ParamEntry>,
-    /// (total) all parameters, padded so each tensor starts at a storage-offset boundary
+    /// (total) all parameters, padded so each tensor starts at a storage-offset boundary (but
+    /// the second of a joined pair, which follows the first directly and binds only through
+    /// `joined`)
     pub weights: Tensor,
     /// (total) gradients, same layout
     pub grads: Tensor,
@@ -157,8 +162,9 @@ impl ParamStore {
     /// (rows₁ + rows₂, cols) views of the weights, their f16 copy and the gradients.
     pub fn joined(&self, first: &str) -> Linear {
         let i = self.entries.iter().position(|e| e.spec.name == first).unwrap_or_else(|| panic!("no parameter {first}"));
-        let (a, b) = (&self.entries[i], &self.entries[i + 1]);
-        assert!(a.spec.joins_next && a.spec.shape[1..] == b.spec.shape[1..], "{first} is not joined to a parameter of its width");
+        let (a, b) = (&self.entries[i], &self.entries[(i + 1).min(self.entries.len() - 1)]);
+        let joined = a.spec.joins_next && b.offset == a.offset + a.elements() && a.spec.shape[1..] == b.spec.shape[1..];
+        assert!(joined, "{first} is not joined to a parameter of its width");
         let name = format!("{}+{}", a.spec.name, b.spec.name);
         let mut shape = a.spec.shape.clone();
         shape[0] += b.spec.shape[0];

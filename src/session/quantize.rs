@@ -126,9 +126,12 @@ impl Session {
     }
 
     /// Writes the model's tensors into `flat` (laid out like the run's weights): f32 ones
-    /// uploaded, quantized ones dequantized on the GPU.
+    /// uploaded, quantized ones dequantized on the GPU. A tensor that starts off the storage
+    /// alignment (the second of a joined pair, `ParamSpec::joins_next`) cannot be bound there:
+    /// it is dequantized into a tensor of its own and copied into place.
     fn dequantize_into(&self, model: &QuantizedModel, flat: &Tensor) -> Result<()> {
-        let mut ops: Vec<Op> = vec![];
+        let align = self.gpu.limits().min_storage_buffer_offset_alignment as usize / 4;
+        let (mut ops, mut moves): (Vec<Op>, Vec<(Tensor, Tensor)>) = (vec![], vec![]);
         for (spec, stored) in &model.tensors {
             let e = self.params.entry(&spec.name);
             let target = flat.view(&spec.name, e.offset, spec.shape.clone());
@@ -138,11 +141,19 @@ impl Session {
                     let words = self.gpu.tensor_from(&format!("{} codes", spec.name), &[p.words.len()], &p.words)?;
                     let scales = self.gpu.tensor_from(&format!("{} scales", spec.name), &[p.scales.len()], &p.scales)?;
                     let biases = self.gpu.tensor_from(&format!("{} biases", spec.name), &[p.biases.len()], &p.biases)?;
-                    ops.push(affine_dequantize_bits(&self.gpu, model.opts.bits, &words, &scales, &biases, model.opts.group_size, &target)?);
+                    let bindable = (e.offset + flat.offset() as usize / 4).is_multiple_of(align);
+                    let out = if bindable { target.clone() } else { self.gpu.tensor(&spec.name, &spec.shape)? };
+                    ops.push(affine_dequantize_bits(&self.gpu, model.opts.bits, &words, &scales, &biases, model.opts.group_size, &out)?);
+                    if !bindable {
+                        moves.push((out, target));
+                    }
                 }
             }
         }
-        self.gpu.run(&ops.iter().collect::<Vec<_>>())
+        let pass = ops.iter().collect::<Vec<_>>();
+        let copies = moves.iter().map(|(from, to)| Command::Copy { from, to });
+        self.gpu.submit(&std::iter::once(Command::Pass(&pass)).chain(copies).collect::<Vec<_>>());
+        self.gpu.check_errors()
     }
 }
 

@@ -1,5 +1,6 @@
 //! The GPU runtime: adapter report, grid splitting, typed errors for bad shaders, oversize
-//! buffers and mismatched bindings — natively and in headless Chromium.
+//! buffers and mismatched bindings, a tensor that cannot be bound where it lies — natively and
+//! in headless Chromium.
 
 #[cfg(target_arch = "wasm32")]
 wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
@@ -9,6 +10,10 @@ wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 mod device_test;
 
 use kiln::kernels::elementwise::{activation, Activation};
+use kiln::model::ModelConfig;
+use kiln::presets::preset;
+use kiln::quantize::QuantizeOptions;
+use kiln::session::Session;
 use kiln::{Gpu, KilnError};
 
 async fn reports_adapter(gpu: &Gpu) {
@@ -93,3 +98,25 @@ async fn round_trips_words(gpu: &Gpu) {
     assert_eq!(gpu.read_u32(&t).await.unwrap(), words);
 }
 device_test!(upload_and_readback_round_trip, round_trips_words, gpu);
+
+/// A Llama whose gate weight starts off the storage alignment (d_model 32, SwiGLU 21: up holds
+/// 672 weights, not a multiple of a 256-byte alignment's 64 floats) quantizes, and its quantized
+/// file reopens: gate is dequantized into a tensor of its own and copied into place.
+async fn unaligned_gate_quantizes() {
+    let mut cfg = preset("llama-tiny").expect("preset");
+    cfg.batch = 2;
+    if let ModelConfig::Llama(l) = &mut cfg.model {
+        (l.d_model, l.heads, l.hidden, l.layers, l.context) = (32, 2, 21, 1, 8);
+    }
+    let mut s = Session::with_gpu(Gpu::new().await.expect("a GPU adapter"), cfg).expect("valid");
+    let report = s.quantize(&QuantizeOptions { bits: 8, group_size: 32 }).await.expect("quantizes");
+    let gate = report.tensors.iter().find(|t| t.name == "blocks.0.gate").expect("gate in the report");
+    assert!(gate.quantized && gate.relative_error > 0.0 && gate.relative_error < 0.02, "gate {gate:?}");
+    // 8-bit codes: the quantized copy scores within 1% of the weights it came from.
+    let (full, quantized) = (report.full.loss, report.quantized.loss);
+    assert!((quantized - full).abs() < 0.01 * full, "loss {full} -> {quantized}");
+    let back = Session::from_quantized(Gpu::new().await.expect("a GPU adapter"), &s.quantized_file().unwrap()).expect("reopens");
+    let reopened = back.evaluate(true).await.unwrap().loss;
+    assert!((reopened - quantized).abs() < 1e-5 * quantized, "reopened {reopened}, quantized {quantized}");
+}
+device_test!(a_llama_with_an_unaligned_gate_quantizes_and_reopens, unaligned_gate_quantizes);
