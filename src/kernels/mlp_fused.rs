@@ -35,11 +35,21 @@ impl FusedRows {
         }
     }
 
-    /// Batch rows per workgroup (MF_ROWS, MFS_ROWS in the shaders); one partials slot each.
-    fn rows_per_group(self) -> usize {
+    /// Partials slots for a batch of `rows`: one per workgroup of 8 rows (MF_ROWS) for the
+    /// per-neuron kernel; one per thread for the serial one, each thread taking every
+    /// slots-th row (at most 256 slots, so the partials stay small for big batches).
+    fn slots(self, rows: usize) -> usize {
         match self {
-            FusedRows::PerNeuron => 8,
-            FusedRows::PerRow => 16,
+            FusedRows::PerNeuron => rows.div_ceil(8),
+            FusedRows::PerRow => rows.min(256),
+        }
+    }
+
+    /// Workgroups of the rows kernel for `slots` slots (MFS_THREADS threads each, serially).
+    fn workgroups(self, slots: usize) -> usize {
+        match self {
+            FusedRows::PerNeuron => slots,
+            FusedRows::PerRow => slots.div_ceil(16),
         }
     }
 }
@@ -115,7 +125,7 @@ pub fn mlp_fused(
         FusedLoss::Mse => (rows * out, 1.0 / (rows * out) as f32, 2.0 / (rows * out) as f32),
     };
     expect_len(targets, target_len, "fused MLP targets")?;
-    let groups = rows.div_ceil(kind.rows_per_group());
+    let groups = kind.slots(rows);
     expect_len(grads, total, "fused MLP gradients")?;
     expect_len(loss, 1, "fused MLP loss")?;
     let mut layer = [[0u32; 4]; MAX_LAYERS];
@@ -143,7 +153,7 @@ pub fn mlp_fused(
     let partials = gpu.tensor("fused MLP partials", &[groups * (total + 1)])?;
     let p = gpu.uniform("mlp_fused params", &params);
     let kernel = if kind == FusedRows::PerNeuron { &MLP_FUSED_ROWS } else { &MLP_FUSED_ROWS_SERIAL };
-    let per_row = gpu.op(kernel, &[T(weights), T(x), T(targets), T(&partials), Uni(&p)], gpu.grid(groups as u32))?;
+    let per_row = gpu.op(kernel, &[T(weights), T(x), T(targets), T(&partials), Uni(&p)], gpu.grid(kind.workgroups(groups) as u32))?;
     let reduce = gpu.op(&MLP_FUSED_REDUCE, &[T(&partials), T(grads), T(loss), Uni(&p)], gpu.grid(groups_1d(total + 1)))?;
     Ok(vec![per_row, reduce])
 }

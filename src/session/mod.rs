@@ -34,8 +34,7 @@ use crate::data::batches::Batches;
 use crate::error::Result;
 use crate::fit::check_fits;
 use crate::gpu::{Command, Gpu, Op, Tensor};
-use crate::kernels::metrics::{record_metrics, MetricsBuffers, MetricsParams};
-use crate::kernels::optimizer::UniformOp;
+use crate::kernels::metrics::{record_metrics, MetricsBuffers, MetricsRecord};
 use crate::loss_scale::LossScaler;
 use crate::model::params::ParamStore;
 use crate::model::training::TrainingPass;
@@ -76,7 +75,7 @@ pub struct Session {
     metrics: Tensor,
     /// (P) the flat weights before this step's update, for the update/weight ratios
     prev_weights: Tensor,
-    record: UniformOp<MetricsParams>,
+    record: MetricsRecord,
     /// Update/weight ratio of each parameter tensor at the last step read back.
     last_ratios: Vec<f32>,
     rng: Rng,
@@ -127,10 +126,9 @@ impl Session {
         let prev_weights = gpu.tensor("previous weights", &[params.total])?;
         // Before the first step the last update is zero.
         gpu.submit(&[Command::Copy { from: &params.weights, to: &prev_weights }]);
-        let table: Vec<u32> = params.entries.iter().flat_map(|e| [e.offset as u32, e.spec.shape.iter().product::<usize>() as u32]).collect();
-        let table = gpu.tensor_from("parameter table", &[tensors, 2], &table)?;
-        let buffers = MetricsBuffers { weights: &params.weights, prev: &prev_weights, table: &table, loss: &loss, norm_sq: &optimizer.norm_sq, ring: &metrics };
-        let record = record_metrics(&gpu, &buffers, tensors, 0)?;
+        let ranges: Vec<(usize, usize)> = params.entries.iter().map(|e| (e.offset, e.spec.shape.iter().product())).collect();
+        let buffers = MetricsBuffers { weights: &params.weights, prev: &prev_weights, loss: &loss, norm_sq: &optimizer.norm_sq, ring: &metrics };
+        let record = record_metrics(&gpu, &buffers, &ranges, 0)?;
         let rng = Rng::new(cfg.seed ^ 2);
         let last_ratios = vec![0.0; tensors];
         let snapshots = Snapshots::new(&gpu, &params);
@@ -175,7 +173,7 @@ impl Session {
 
     /// The dispatches after the optimizer's: the metrics record, and the loss-scale update.
     fn after_update(&self) -> Vec<&Op> {
-        [&self.record.op].into_iter().chain(self.loss_scale.as_ref().map(|s| s.update_op())).collect()
+        self.record.ops().chain(self.loss_scale.as_ref().map(|s| s.update_op())).collect()
     }
 
     /// Mixed precision: sets the loss scale the next step uses (and restarts its count of

@@ -7,7 +7,6 @@ use crate::error::{ensure, KilnError, Result};
 use crate::gpu::{Command, Op};
 use crate::kernels::embedding::check_tokens;
 use crate::kernels::loss::check_targets;
-use crate::kernels::metrics::MetricsParams;
 use crate::session::{Session, StepMetrics, MAX_SKIPS_IN_A_ROW, METRIC_SLOTS};
 
 impl Session {
@@ -36,11 +35,10 @@ impl Session {
         ensure(batches.len() == micro_batches as usize, "batches", || format!("one step takes {micro_batches} micro-batches, got {}", batches.len()))?;
         let t = self.step + 1;
         self.optimizer.prepare(&self.gpu, t)?;
-        let tensors = self.params.entries.len() as u32;
-        let row = MetricsParams { tensors, row: (t as usize % METRIC_SLOTS) as u32, stride: 2 + tensors, pad: 0 };
-        self.record.set(&self.gpu, &row)?;
+        let row = t as usize % METRIC_SLOTS;
+        self.record.set_row(&self.gpu, row)?;
         if let Some(scaler) = &self.loss_scale {
-            scaler.prepare(&self.gpu, row.row as usize)?;
+            scaler.prepare(&self.gpu, row)?;
         }
         for (micro, batch) in (0..micro_batches).zip(batches) {
             self.upload(batch)?;
