@@ -37,7 +37,7 @@ struct MfParams {
     act: u32,         // 0 relu, 1 silu, 2 tanh
     mse: u32,         // 0 cross-entropy with labels, 1 mean squared error
     total: u32,       // P, flat parameters (a partials slot holds P gradients + 1 loss sum)
-    groups: u32,      // workgroups of mlp_fused_rows
+    groups: u32,      // partials slots: workgroups of mlp_fused_rows, threads of mlp_fused_rows_serial
     loss_scale: f32,  // 1/B (cross-entropy) or 1/(B·out) (MSE): the mean
     grad_scale: f32,  // 1/B or 2/(B·out): d mean loss / d output, without the (p − y) factor
     layer: array<MfLayer, 4>,

@@ -12,7 +12,7 @@ use serde::Serialize;
 use crate::config::SessionConfig;
 use crate::error::Result;
 use crate::gpu::Gpu;
-use crate::kernels::matmul::{matmul_ops, plan, small_max_k, MatmulDesc};
+use crate::kernels::matmul::{matmul_ops, plan, Adapter, MatmulDesc};
 use crate::model::llama::Precision;
 use crate::model::params::ParamStore;
 use crate::model::ModelConfig;
@@ -215,7 +215,7 @@ fn bench_matmul(gpu: &Gpu, label: &str, d: MatmulDesc) -> Result<MatmulResult> {
     let b = gpu.tensor_from("b", &[k, n], &rng.vec_f32(k * n, -1.0, 1.0))?;
     let c = gpu.tensor("c", &[m, n])?;
     let ops = matmul_ops(gpu, &a, &b, &c, d)?;
-    let (tile, splits, _) = plan(&d, true, small_max_k(gpu));
+    let (tile, splits, _) = plan(&d, true, Adapter::of(gpu));
     let forced = d.tile.is_some() || d.splits.is_some();
     let variant = format!("t{tile}{}{}", if splits > 1 { format!("+s{splits}") } else { String::new() }, if forced { "" } else { " (auto)" });
     let flops = 2.0 * (m * n * k) as f64;
@@ -357,7 +357,7 @@ pub async fn run(quick: bool, seconds: f64) -> Result<Report> {
         if label.contains("dW") {
             // Other splits: the 128 tile with its automatic split, and twice the 64 tile's.
             matmul_results.push(bench_matmul(&gpu, label, d.tile(128))?);
-            let (_, s, _) = plan(&d.tile(64), true, small_max_k(&gpu));
+            let (_, s, _) = plan(&d.tile(64), true, Adapter::of(&gpu));
             matmul_results.push(bench_matmul(&gpu, label, d.tile(64).splits(2 * s))?);
         }
     }

@@ -27,7 +27,7 @@ pub const MATMUL_SMALL_B16: Kernel = Kernel { entry: "matmul_small_b16", family:
 
 pub const KERNELS: &[&Kernel] = &[&MATMUL, &MATMUL_128, &MATMUL_SMALL, &MATMUL_SPLIT_REDUCE, &MATMUL_B16, &MATMUL_128_B16, &MATMUL_SMALL_B16];
 
-pub use super::matmul_plan::{plan, small_max_k, SMALL, SMALL_MAX_K_CPU, SMALL_MAX_K_GPU};
+pub use super::matmul_plan::{plan, Adapter, SMALL};
 
 const TRANS_A: u32 = 1;
 const TRANS_B: u32 = 2;
@@ -167,7 +167,7 @@ struct ReduceParams {
 /// matrices; with custom strides it must hold at least `(batch - 1) * stride + matrix` elements.
 pub fn matmul(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, desc: MatmulDesc) -> Result<Op> {
     validate(gpu, a, b, c, &desc)?;
-    let (tile, _, _) = plan(&desc, false, small_max_k(gpu));
+    let (tile, _, _) = plan(&desc, false, Adapter::of(gpu));
     product(gpu, a, b, c, &desc, tile, 1, desc.k)
 }
 
@@ -176,7 +176,7 @@ pub fn matmul(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, desc: MatmulDesc) -
 pub fn matmul_ops(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, desc: MatmulDesc) -> Result<Vec<Op>> {
     validate(gpu, a, b, c, &desc)?;
     let d = desc;
-    let (tile, splits, k_chunk) = plan(&d, true, small_max_k(gpu));
+    let (tile, splits, k_chunk) = plan(&d, true, Adapter::of(gpu));
     if splits == 1 {
         return Ok(vec![product(gpu, a, b, c, &d, tile, 1, d.k)?]);
     }

@@ -19,8 +19,7 @@ const SPLIT_MIN_MACS: usize = 1 << 26;
 const SPLIT_MIN_CHUNK: usize = 128;
 
 /// 128x128 output tiles from which the 128 kernel beats the 64 one without a split (measured
-/// on an H200: 192 tiles of a (4096, 768) output already favour it, 64 tiles of a (4096, 256)
-/// one do not).
+/// on an H200: 192 tiles of a (4096, 768) output already favour it).
 const BIG_TILE_MIN_TILES: usize = 160;
 
 /// Products up to this many multiply-adds, with k up to `small_max_k`, run on `matmul_small`
@@ -29,8 +28,8 @@ const BIG_TILE_MIN_TILES: usize = 160;
 /// measured several times slower on an H200 than the split-K plan, so those keep it; on a CPU
 /// adapter (llvmpipe) the plain loop wins there too (2.2× mlp-spiral steps/s).
 const SMALL_MAX_MACS: usize = 1 << 20;
-pub const SMALL_MAX_K_GPU: usize = 64;
-pub const SMALL_MAX_K_CPU: usize = 1024;
+const SMALL_MAX_K_GPU: usize = 64;
+const SMALL_MAX_K_CPU: usize = 1024;
 /// The `tile` that names `matmul_small` (in `MatmulDesc::tile` and `plan`).
 pub const SMALL: usize = 1;
 
@@ -41,8 +40,10 @@ const SPLIT_MAX_SCRATCH: usize = 1 << 24;
 /// enough output tiles → the 128 tile alone; few tiles and a long k (weight gradients, and
 /// (tokens, 256) outputs with k ≥ 512) → the 128 tile split into chunks of ≥ 128 that bring
 /// the workgroups to about SPLIT_TARGET_GROUPS, else the 64 tile split towards twice that
-/// (chunks still ≥ 128); small products → the 64 tile alone.
-pub fn plan(d: &MatmulDesc, allow_split: bool, small_max_k: usize) -> (usize, usize, usize) {
+/// (chunks still ≥ 128); big products whose k is too short to split → the 128 tile alone;
+/// small ones (and batched ones) → the 64 tile alone.
+pub fn plan(d: &MatmulDesc, allow_split: bool, adapter: Adapter) -> (usize, usize, usize) {
+    let small_max_k = adapter.small_max_k();
     let tiles = |t: usize| d.m.div_ceil(t) * d.n.div_ceil(t) * d.batch;
     // Split big products with few tiles, and small ones whose long k would run as one serial,
     // latency-bound loop (the weight gradients of tiny MLPs: (16, 16) outputs over k = 512).
@@ -66,6 +67,13 @@ pub fn plan(d: &MatmulDesc, allow_split: bool, small_max_k: usize) -> (usize, us
                 (128, s128)
             } else if tiles(64) < SPLIT_TARGET_GROUPS {
                 (64, s64.min(d.k / SPLIT_MIN_CHUNK).max(1))
+            } else if adapter == Adapter::Gpu {
+                // Big enough to split but k too short for chunks of SPLIT_MIN_CHUNK, with at
+                // least 256 tiles of 64 (so ≥ 64 of 128): the 128 tile, unsplit. On an H200 a
+                // (4096, 256) output over k = 256 took 42.7 µs on it against 50.4 on the 64 tile.
+                // CPU adapters keep the 64 tile: with the 128 one there, the page's Llama
+                // quantize report on SwiftShader no longer finished within its test's 60 s.
+                (128, 1)
             } else {
                 (64, 1)
             };
@@ -87,12 +95,29 @@ pub fn plan(d: &MatmulDesc, allow_split: bool, small_max_k: usize) -> (usize, us
     (tile, splits, k_chunk)
 }
 
-/// The longest k `matmul_small` takes on this adapter.
-pub fn small_max_k(gpu: &Gpu) -> usize {
-    if gpu.on_cpu() {
-        SMALL_MAX_K_CPU
-    } else {
-        SMALL_MAX_K_GPU
+/// The kind of adapter a plan is for: some choices differ on CPU implementations of WebGPU
+/// (llvmpipe, SwiftShader), which run a workgroup's threads as loops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Adapter {
+    Gpu,
+    Cpu,
+}
+
+impl Adapter {
+    pub fn of(gpu: &Gpu) -> Adapter {
+        if gpu.on_cpu() {
+            Adapter::Cpu
+        } else {
+            Adapter::Gpu
+        }
+    }
+
+    /// The longest k `matmul_small` takes on this adapter.
+    fn small_max_k(self) -> usize {
+        match self {
+            Adapter::Gpu => SMALL_MAX_K_GPU,
+            Adapter::Cpu => SMALL_MAX_K_CPU,
+        }
     }
 }
 

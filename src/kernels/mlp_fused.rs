@@ -1,5 +1,5 @@
 //! Typed wrapper for shaders/mlp_fused.wgsl: a small MLP's forward, loss and backward as two
-//! dispatches (per-row work with per-workgroup partial gradients, then their reduction), and
+//! dispatches (per-row work with partial gradients per slot, then their reduction), and
 //! the f64 reference it is checked against.
 
 use super::elementwise::Activation;
@@ -18,7 +18,8 @@ pub const KERNELS: &[&Kernel] = &[&MLP_FUSED_ROWS, &MLP_FUSED_ROWS_SERIAL, &MLP_
 pub const MAX_WIDTH: usize = 32;
 pub const MAX_LAYERS: usize = 4;
 /// Which kernel runs the rows: a thread per neuron (`mlp_fused_rows`, for GPUs) or a thread
-/// per row (`mlp_fused_rows_serial`, for CPU adapters, which run a workgroup's threads as loops).
+/// per partials slot running whole rows (`mlp_fused_rows_serial`, for CPU adapters, which run a
+/// workgroup's threads as loops).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FusedRows {
     PerNeuron,
@@ -92,7 +93,7 @@ struct MfParams {
     layer: [[u32; 4]; MAX_LAYERS],
 }
 
-/// The two dispatches: partial gradients and loss per workgroup of rows into partials
+/// The two dispatches: partial gradients and loss per slot (`FusedRows::slots`) into partials
 /// (G, P + 1) that the ops own, then `grads` (P) += their sum and `loss` (1) = the mean loss.
 #[allow(clippy::too_many_arguments)]
 pub fn mlp_fused(

@@ -163,7 +163,7 @@ impl Session {
 
     /// Dispatches per optimizer step (all micro-batches).
     pub fn dispatches_per_step(&self) -> usize {
-        self.pass.ops.len() * self.cfg.optimizer.accumulation as usize + self.optimizer.ops().len() + usize::from(self.loss_scale.is_some())
+        self.pass.ops.len() * self.cfg.optimizer.accumulation as usize + self.optimizer.ops().len() + self.after_update().len()
     }
 
     /// Every dispatch of one step with a single micro-batch, in order (for profiling).

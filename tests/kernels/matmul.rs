@@ -80,13 +80,17 @@ async fn split_k(gpu: &Gpu, c: &mut Checks) {
     }
     // The automatic plan splits a weight gradient with few output tiles and a long k.
     let d = MatmulDesc::new(128, 128, 4096).trans_a().accumulate();
-    let (_, splits, _) = mm::plan(&d, true, mm::SMALL_MAX_K_GPU);
+    let (_, splits, _) = mm::plan(&d, true, mm::Adapter::Gpu);
     assert!(splits > 1, "a 128x128x4096 weight gradient should split, got {splits}");
     // `matmul` (one dispatch) never splits.
-    assert_eq!(mm::plan(&d, false, mm::SMALL_MAX_K_GPU).1, 1);
+    assert_eq!(mm::plan(&d, false, mm::Adapter::Gpu).1, 1);
+    // A big product whose k is too short to split takes the 128 tile, whole, on a GPU.
+    let short_k = MatmulDesc::new(4096, 256, 256).trans_b();
+    assert_eq!(mm::plan(&short_k, true, mm::Adapter::Gpu), (128, 1, 256));
+    assert_eq!(mm::plan(&short_k, true, mm::Adapter::Cpu), (64, 1, 256));
     check_split(gpu, c, &mut rng, d, "auto split-K").await;
     // A batched product never splits.
-    assert_eq!(mm::plan(&MatmulDesc::new(64, 64, 4096).batched(2).splits(4), true, mm::SMALL_MAX_K_GPU).1, 1);
+    assert_eq!(mm::plan(&MatmulDesc::new(64, 64, 4096).batched(2).splits(4), true, mm::Adapter::Gpu).1, 1);
 }
 
 async fn batched(gpu: &Gpu, c: &mut Checks) {
