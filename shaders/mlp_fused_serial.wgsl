@@ -31,9 +31,13 @@ fn mfs_neuron(w: u32, fan_in: u32, bias: f32, a: ptr<function, array<f32, 160>>,
     return (s.x + s.y) + (s.z + s.w);
 }
 
-// partials[at] = v for a slot's first row, += v for the rest.
+// partials[at] = v for a slot's first row (last step's value is never read), += v for the rest.
 fn mfs_put(at: u32, v: f32, first: bool) {
-    mf_partials[at] = select(mf_partials[at], 0.0, first) + v;
+    if (first) {
+        mf_partials[at] = v;
+    } else {
+        mf_partials[at] += v;
+    }
 }
 
 // Row r's loss from its outputs a[y .. y + outs], and d loss / d output into d.

@@ -3,6 +3,7 @@
 //! the f64 reference it is checked against.
 
 use super::elementwise::Activation;
+use super::matmul::Adapter;
 use super::{expect_len, groups_1d, Kernel, MLP_FUSED as F, R, RW, U};
 use crate::error::{KilnError, Result};
 use crate::gpu::Tensor;
@@ -29,10 +30,9 @@ pub enum FusedRows {
 impl FusedRows {
     /// The kernel that is faster on this adapter.
     pub fn for_gpu(gpu: &Gpu) -> FusedRows {
-        if gpu.on_cpu() {
-            FusedRows::PerRow
-        } else {
-            FusedRows::PerNeuron
+        match Adapter::of(gpu) {
+            Adapter::Cpu => FusedRows::PerRow,
+            Adapter::Gpu => FusedRows::PerNeuron,
         }
     }
 
