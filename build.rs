@@ -48,6 +48,7 @@ const MATMUL_B16: Substitutions = &[
     ("mm_b4[(s.b_off + (k0 + lid / 32u) * mm.n + col0) / 4u + lid % 32u]", "mm_b4_at((s.b_off + (k0 + lid / 32u) * mm.n + col0) / 4u + lid % 32u)", 1),
     ("fn matmul(", "fn matmul_b16(", 1),
     ("fn matmul_128(", "fn matmul_128_b16(", 1),
+    ("fn matmul_128_aligned(", "fn matmul_128_aligned_b16(", 1),
     ("fn matmul_small(", "fn matmul_small_b16(", 1),
 ];
 

@@ -52,6 +52,10 @@ const MM_KT: u32 = 16u;   // k per workgroup-memory step
 // (otherwise the host binds a 16-byte placeholder here).
 @group(0) @binding(4) var<storage, read> mm_a4: array<vec4<f32>>;
 @group(0) @binding(5) var<storage, read> mm_b4: array<vec4<f32>>;
+// matmul_128_aligned only: binding 2 (C) as vec4s, so an aligned product stores four floats at
+// once (mm_store4's scalar stores cost matmul_128 20-40% on the k = 256 products of llama-small
+// on an H200). Each entry point uses one of the two declarations of binding 2.
+@group(0) @binding(2) var<storage, read_write> mm_c4: array<vec4<f32>>;
 
 // Which batch, split and k range workgroup row wg.z computes; valid == false for grid padding.
 struct MmSlot {
@@ -255,6 +259,18 @@ fn mm_big_put(t: u32, lid: u32, along_k: bool, v: vec4<f32>) {
     mm_big[t][p.y][p.x / 4u][p.x % 4u] = v.w;
 }
 
+// alpha · v into C[row, col .. col + 4] as one vec4 store (matmul_128_aligned: every tile is
+// whole and row·n + col a multiple of 4).
+fn mm_store_vec4(c_off: u32, row: u32, col: u32, v: vec4<f32>) {
+    let i = (c_off + row * mm.n + col) / 4u;
+    let w = mm.alpha * v;
+    if ((mm.flags & MM_ACCUMULATE) != 0u) {
+        mm_c4[i] = mm_c4[i] + w;
+    } else {
+        mm_c4[i] = w; // C is not read without accumulate
+    }
+}
+
 // Thread (tx, ty)'s 8x8 block of C: rows (R < 4 ? ty*4 + R : 64 + ty*4 + R - 4), columns
 // (h == 0 ? tx*4 : 64 + tx*4) .. +4 in cRh.
 struct MmAcc {
@@ -280,14 +296,25 @@ fn mm_big_kstep(c: ptr<function, MmAcc>, buf: u32, kk: u32, tx: u32, ty: u32) {
     (*c).c70 = fma(vec4(a1.w), b0, (*c).c70); (*c).c71 = fma(vec4(a1.w), b1, (*c).c71);
 }
 
-@compute @workgroup_size(256)
-fn matmul_128(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>,
-              @builtin(num_workgroups) nwg: vec3<u32>) {
+// A workgroup's 128x128 tile: thread (tx, ty)'s 8x8 block `c` of it, for the entry points to
+// store; valid == false (the whole workgroup) for grid padding.
+struct MmBlock {
+    c: MmAcc,
+    c_off: u32,
+    row0: u32,
+    col0: u32,
+    tx: u32,
+    ty: u32,
+    valid: bool,
+}
+
+fn mm_big_block(lid: u32, wg: vec3<u32>, nwg: vec3<u32>) -> MmBlock {
     let tiles_n = (mm.n + MM_BIG - 1u) / MM_BIG;
     let tiles_m = (mm.m + MM_BIG - 1u) / MM_BIG;
     let tile = wg.x + wg.y * nwg.x;
     let slot = mm_slot(wg.z);
-    if (tile >= tiles_m * tiles_n || !slot.valid) { return; } // uniform: whole workgroup exits
+    var c: MmAcc; // zero-initialized
+    if (tile >= tiles_m * tiles_n || !slot.valid) { return MmBlock(c, 0u, 0u, 0u, 0u, 0u, false); } // uniform
     let row0 = (tile / tiles_n) * MM_BIG;
     let col0 = (tile % tiles_n) * MM_BIG;
     let tx = lid % 16u;
@@ -295,7 +322,6 @@ fn matmul_128(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) 
     let a_along_k = (mm.flags & MM_TRANS_A) == 0u;
     let b_along_k = (mm.flags & MM_TRANS_B) != 0u;
 
-    var c: MmAcc; // zero-initialized
     // Double-buffered: while the workgroup computes from one buffer, each thread stores the
     // next step's operands (fetched into registers first) into the other; one barrier a step.
     var pa = mm_big_fetch_a(slot, row0, slot.k_begin, lid, a_along_k);
@@ -322,11 +348,20 @@ fn matmul_128(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) 
         workgroupBarrier();
         cur = cur ^ 1u;
     }
-    let r0 = row0 + ty * 4u;
-    let r1 = row0 + 64u + ty * 4u;
-    let q0 = col0 + tx * 4u;
-    let q1 = col0 + 64u + tx * 4u;
-    let o = slot.c_off;
+    return MmBlock(c, slot.c_off, row0, col0, tx, ty, true);
+}
+
+@compute @workgroup_size(256)
+fn matmul_128(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>,
+              @builtin(num_workgroups) nwg: vec3<u32>) {
+    let b = mm_big_block(lid, wg, nwg);
+    if (!b.valid) { return; }
+    let r0 = b.row0 + b.ty * 4u;
+    let r1 = b.row0 + 64u + b.ty * 4u;
+    let q0 = b.col0 + b.tx * 4u;
+    let q1 = b.col0 + 64u + b.tx * 4u;
+    let o = b.c_off;
+    let c = b.c;
     mm_store4(o, r0, q0, c.c00); mm_store4(o, r0, q1, c.c01);
     mm_store4(o, r0 + 1u, q0, c.c10); mm_store4(o, r0 + 1u, q1, c.c11);
     mm_store4(o, r0 + 2u, q0, c.c20); mm_store4(o, r0 + 2u, q1, c.c21);
@@ -337,25 +372,59 @@ fn matmul_128(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) 
     mm_store4(o, r1 + 3u, q0, c.c70); mm_store4(o, r1 + 3u, q1, c.c71);
 }
 
-// ---------------------------------------------------------------- split-K reduction
-// C[i] = Σ_s parts[s * stride + i] (+ C[i] with accumulate), over the len elements of C.
-struct MatmulReduceParams {
-    len: u32,
-    splits: u32,
-    stride: u32,
-    accumulate: u32,
+// matmul_128 for aligned products (MM_ALIGNED), storing C as vec4s.
+@compute @workgroup_size(256)
+fn matmul_128_aligned(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>,
+                      @builtin(num_workgroups) nwg: vec3<u32>) {
+    let b = mm_big_block(lid, wg, nwg);
+    if (!b.valid) { return; }
+    let r0 = b.row0 + b.ty * 4u;
+    let r1 = b.row0 + 64u + b.ty * 4u;
+    let q0 = b.col0 + b.tx * 4u;
+    let q1 = b.col0 + 64u + b.tx * 4u;
+    let o = b.c_off;
+    let c = b.c;
+    mm_store_vec4(o, r0, q0, c.c00); mm_store_vec4(o, r0, q1, c.c01);
+    mm_store_vec4(o, r0 + 1u, q0, c.c10); mm_store_vec4(o, r0 + 1u, q1, c.c11);
+    mm_store_vec4(o, r0 + 2u, q0, c.c20); mm_store_vec4(o, r0 + 2u, q1, c.c21);
+    mm_store_vec4(o, r0 + 3u, q0, c.c30); mm_store_vec4(o, r0 + 3u, q1, c.c31);
+    mm_store_vec4(o, r1, q0, c.c40); mm_store_vec4(o, r1, q1, c.c41);
+    mm_store_vec4(o, r1 + 1u, q0, c.c50); mm_store_vec4(o, r1 + 1u, q1, c.c51);
+    mm_store_vec4(o, r1 + 2u, q0, c.c60); mm_store_vec4(o, r1 + 2u, q1, c.c61);
+    mm_store_vec4(o, r1 + 3u, q0, c.c70); mm_store_vec4(o, r1 + 3u, q1, c.c71);
 }
 
-@group(0) @binding(0) var<storage, read> mmr_parts: array<f32>;
-@group(0) @binding(1) var<storage, read_write> mmr_c: array<f32>;
+// ---------------------------------------------------------------- split-K reduction
+// Several sums of partials in one dispatch: entry e adds its `splits` arrays of `len` floats,
+// parts[src + s * len + j] for s = 0, 1, ..., in that order, into out[dst + j] (+ out[dst + j]
+// with accumulate). Thread i serves the entry whose threads [first, first + len) hold it. One
+// entry is a split-K product's reduction; a table of them sums a Llama block's gradients.
+const MMR_ENTRIES: u32 = 16u; // REDUCE_MAX_ENTRIES in matmul.rs
+struct MatmulReduceParams {
+    entries: u32,
+    total: u32, // threads: the entries' len, summed
+    _pad0: u32,
+    _pad1: u32,
+    // entry e: table[2e] = [first, len, splits, accumulate], table[2e + 1] = [src, dst, 0, 0]
+    table: array<vec4<u32>, 32>,
+}
+
+@group(0) @binding(0) var<storage, read> mmr_parts: array<f32>;   // every entry's (splits, len) partials
+@group(0) @binding(1) var<storage, read_write> mmr_c: array<f32>; // every entry's destination
 @group(0) @binding(2) var<uniform> mmr: MatmulReduceParams;
 
 @compute @workgroup_size(64)
 fn matmul_split_reduce(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = linear_index(gid, nwg);
-    if (i >= mmr.len) { return; }
+    if (i >= mmr.total) { return; }
+    var e = 0u;
+    while (e + 1u < mmr.entries && i >= mmr.table[2u * (e + 1u)].x) { e++; }
+    let head = mmr.table[2u * e];
+    let at = mmr.table[2u * e + 1u];
+    let j = i - head.x;
     var s = 0.0;
-    for (var p = 0u; p < mmr.splits; p++) { s += mmr_parts[p * mmr.stride + i]; }
-    if (mmr.accumulate != 0u) { s += mmr_c[i]; }
-    mmr_c[i] = s;
+    for (var p = 0u; p < head.z; p++) { s += mmr_parts[at.x + p * head.y + j]; }
+    let o = at.y + j;
+    if (head.w != 0u) { s += mmr_c[o]; }
+    mmr_c[o] = s;
 }

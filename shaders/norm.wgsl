@@ -8,6 +8,10 @@ struct NormParams {
     rows: u32,       // rows = B*T
     eps: f32,
     accumulate: u32, // 1 = out += result, 0 = out = result (rms_norm_backward's dx, rms_norm_backward_weight's dweight)
+    splits: u32,     // rms_norm_backward: dout arrives as this many partial arrays (1: dout itself)
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 };
 
 // ---- rms_norm: out = x * rstd * weight ----
@@ -39,13 +43,22 @@ fn rms_norm(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg
 // ---- rms_norm_residual: sum = x + residual; out = rmsnorm(sum) * weight ----
 // The sum is the residual stream's next value, so it is written out too; the backward then
 // runs rms_norm_backward on `sum` with accumulate = 1 into the residual stream's gradient.
+// The residual may arrive unreduced (a split-K product's `splits` partials), added here in
+// split order, as matmul_split_reduce would: one dispatch fewer.
 @group(0) @binding(0) var<storage, read> rr_x: array<f32>;          // (rows, C)
-@group(0) @binding(1) var<storage, read> rr_residual: array<f32>;   // (rows, C)
+@group(0) @binding(1) var<storage, read> rr_residual: array<f32>;   // (splits, rows, C)
 @group(0) @binding(2) var<storage, read> rr_weight: array<f32>;     // (C)
 @group(0) @binding(3) var<storage, read_write> rr_sum: array<f32>;  // (rows, C)
 @group(0) @binding(4) var<storage, read_write> rr_out: array<f32>;  // (rows, C)
 @group(0) @binding(5) var<storage, read_write> rr_rstd: array<f32>; // (rows)
 @group(0) @binding(6) var<uniform> rr_p: NormParams;
+
+// The residual at element i of (rows, C): its partials added in split order.
+fn rr_res(i: u32) -> f32 {
+    var r = rr_residual[i];
+    for (var s = 1u; s < rr_p.splits; s++) { r += rr_residual[s * rr_p.rows * rr_p.cols + i]; }
+    return r;
+}
 
 @compute @workgroup_size(256)
 fn rms_norm_residual(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>,
@@ -56,7 +69,7 @@ fn rms_norm_residual(@builtin(local_invocation_index) lid: u32, @builtin(workgro
     let off = row * cols;
     var ss = 0.0;
     for (var i = lid; i < cols; i += ROW_WG) {
-        let v = rr_x[off + i] + rr_residual[off + i];
+        let v = rr_x[off + i] + rr_res(off + i);
         rr_sum[off + i] = v;
         ss += v * v;
     }
@@ -69,12 +82,23 @@ fn rms_norm_residual(@builtin(local_invocation_index) lid: u32, @builtin(workgro
 }
 
 // ---- rms_norm_backward: dx = rstd·w·g − x · rstd³/C · Σ_j w_j g_j x_j (per row) ----
-@group(0) @binding(0) var<storage, read> rb_dout: array<f32>;     // (rows, C)
+// g = dout may arrive unreduced: the `splits` partial products of a split-K input gradient,
+// which this kernel adds in split order (as matmul_split_reduce would, so the bits are the
+// same) and writes out summed for rms_norm_backward_weight: one dispatch fewer.
+@group(0) @binding(0) var<storage, read> rb_dout: array<f32>;     // (splits, rows, C)
 @group(0) @binding(1) var<storage, read> rb_x: array<f32>;        // (rows, C) forward input
 @group(0) @binding(2) var<storage, read> rb_weight: array<f32>;   // (C)
 @group(0) @binding(3) var<storage, read> rb_rstd: array<f32>;     // (rows) saved by the forward
 @group(0) @binding(4) var<storage, read_write> rb_dx: array<f32>; // (rows, C)
 @group(0) @binding(5) var<uniform> rb_p: NormParams;
+@group(0) @binding(6) var<storage, read_write> rb_dsum: array<f32>; // (rows, C) g summed, when splits > 1 (a placeholder else)
+
+// g at element i of (rows, C): its partials added in split order.
+fn rb_g(i: u32) -> f32 {
+    var g = rb_dout[i];
+    for (var s = 1u; s < rb_p.splits; s++) { g += rb_dout[s * rb_p.rows * rb_p.cols + i]; }
+    return g;
+}
 
 @compute @workgroup_size(256)
 fn rms_norm_backward(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>,
@@ -85,16 +109,18 @@ fn rms_norm_backward(@builtin(local_invocation_index) lid: u32, @builtin(workgro
     let off = row * cols;
     var d = 0.0;
     for (var i = lid; i < cols; i += ROW_WG) {
-        d += rb_dout[off + i] * rb_weight[i] * rb_x[off + i];
+        d += rb_g(off + i) * rb_weight[i] * rb_x[off + i];
     }
     let r = rb_rstd[row];
     let k = row_sum(lid, d) * r * r * r / f32(cols);
     for (var i = lid; i < cols; i += ROW_WG) {
-        let g = r * rb_weight[i] * rb_dout[off + i] - k * rb_x[off + i];
+        let g = rb_g(off + i);
+        if (rb_p.splits > 1u) { rb_dsum[off + i] = g; }
+        let v = r * rb_weight[i] * g - k * rb_x[off + i];
         if (rb_p.accumulate != 0u) {
-            rb_dx[off + i] += g;
+            rb_dx[off + i] += v;
         } else {
-            rb_dx[off + i] = g;
+            rb_dx[off + i] = v;
         }
     }
 }

@@ -8,6 +8,8 @@ use crate::config::SessionConfig;
 use crate::data::batches::Batches;
 use crate::error::{KilnError, Result};
 use crate::gpu::Gpu;
+use crate::kernels::matmul::Adapter;
+use crate::model::llama_pass::BackwardPartials;
 use crate::model::ModelConfig;
 
 /// Estimated bytes of one training run.
@@ -28,8 +30,10 @@ pub fn footprint(model: &ModelConfig, batch: usize) -> Footprint {
         ModelConfig::Mlp(m) => {
             let outs: u64 = m.layer_dims().iter().map(|&(_, out)| out as u64).sum();
             let widest = m.layer_dims().iter().map(|&(i, o)| i.max(o) as u64).max().unwrap_or(1);
-            // input; lin, z, h and two gradients per layer
-            (b * (m.input_dim as u64 + 5 * outs), b * widest)
+            // input; lin, z, h and two gradients per layer; the split weight gradients'
+            // partials when the training pass is not the fused one
+            let partials = if m.fusable() { 0 } else { m.backward_partials(batch, Adapter::Gpu) as u64 };
+            (b * (m.input_dim as u64 + 5 * outs) + partials, b * widest)
         }
         ModelConfig::Llama(l) => {
             let n = b * l.context as u64;
@@ -48,7 +52,10 @@ pub fn footprint(model: &ModelConfig, batch: usize) -> Footprint {
             // The largest single buffer: logits, qkv or the MLP's (N, 2F) [up | gate], or mixed
             // precision's block scratch.
             let widest = n * v.max(3 * c).max(2 * f).max(if l.mixed() { c + 2 * f } else { 0 });
-            (n * (c * 4 + v * 2) + blocks + n * (3 * c + 3 * f), widest)
+            // The backward's split-K partials waiting for their sums (not the shared scratch,
+            // which holds one product's partials at a time: the estimate never counted it).
+            let pending = BackwardPartials::of(l, n as usize, Adapter::Gpu).pending as u64;
+            (n * (c * 4 + v * 2) + blocks + n * (3 * c + 3 * f) + pending, widest)
         }
     };
     // Mixed precision adds the weights' f16 copy: half a word per parameter.

@@ -82,7 +82,7 @@ fn mixed_precision_shrinks_llama_small() {
         assert!(sizes[1].1 < 0.75 * sizes[0].1, "the whole pass shrinks too: {sizes:?}");
         // The fit check's estimate against a whole session's buffers (weights, gradients,
         // optimizer state, snapshots, the pass, metrics), in both precisions.
-        let mut estimates = vec![];
+        let (mut estimates, mut lives) = (vec![], vec![]);
         for precision in [Precision::Fp32, Precision::Mixed] {
             let cfg = with_precision("llama-small", precision);
             let estimate = kiln::fit::footprint(&cfg.model, cfg.batch).total as f64;
@@ -92,8 +92,13 @@ fn mixed_precision_shrinks_llama_small() {
             println!("llama-small {precision:?}: fit estimate {:.0} MB, session holds {:.0} MB", estimate / 1e6, live / 1e6);
             assert!(estimate >= 0.97 * live && estimate <= 1.1 * live, "estimate {estimate} vs live {live}");
             estimates.push(estimate);
+            lives.push(live);
         }
-        assert!(estimates[1] < 0.75 * estimates[0], "the fit check counts the smaller buffers: {estimates:?}");
+        // The estimate shrinks with the buffers: its mixed/fp32 ratio within 0.05 of the real
+        // one (0.73 when measured; fp32 buffers both precisions share, such as the split-K
+        // partials, keep it from the activations' 0.53).
+        let (est_ratio, live_ratio) = (estimates[1] / estimates[0], lives[1] / lives[0]);
+        assert!((est_ratio - live_ratio).abs() < 0.05, "the fit check counts the smaller buffers: {estimates:?} against {lives:?}");
     });
 }
 

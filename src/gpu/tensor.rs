@@ -28,6 +28,21 @@ impl Tensor {
         Tensor { buffer: self.buffer.clone(), name: name.into(), offset, shape }
     }
 
+    /// The whole buffer this tensor lies in, as one tensor.
+    pub(crate) fn whole(&self, name: &str) -> Tensor {
+        Tensor { buffer: self.buffer.clone(), name: name.into(), offset: 0, shape: vec![(self.buffer.buffer.size() / 4) as usize] }
+    }
+
+    /// Where this tensor starts in its buffer, in elements.
+    pub(crate) fn start(&self) -> usize {
+        (self.offset / 4) as usize
+    }
+
+    /// Whether `other` lies in the same buffer.
+    pub(crate) fn same_buffer(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.buffer, &other.buffer)
+    }
+
     pub fn shape(&self) -> &[usize] {
         &self.shape
     }

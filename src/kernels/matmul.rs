@@ -8,6 +8,7 @@
 //! forward `MatmulDesc::new(M, N, K).trans_b()`, `dX = dY·W` is `MatmulDesc::new(M, K, N)`,
 //! and `dW += dYᵀ·X` is `MatmulDesc::new(N, K, M).trans_a().accumulate()`.
 
+use super::split_sums::PendingSums;
 use super::{expect_len, Kernel, MATMUL as F, MATMUL_B16 as MATMUL_B16_FAMILY, R, RW, U};
 use crate::error::{KilnError, Result};
 use crate::gpu::Tensor;
@@ -16,6 +17,8 @@ use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
 pub const MATMUL: Kernel = Kernel { entry: "matmul", family: F, bindings: &[R, R, RW, U] };
 /// Bindings 4 and 5 are A and B again, read as vec4s for aligned products (a placeholder else).
 pub const MATMUL_128: Kernel = Kernel { entry: "matmul_128", family: F, bindings: &[R, R, RW, U, R, R] };
+/// The 128 tile for aligned products, storing C as vec4s.
+pub const MATMUL_128_ALIGNED: Kernel = Kernel { entry: "matmul_128_aligned", family: F, bindings: &[R, R, RW, U, R, R] };
 pub const MATMUL_SMALL: Kernel = Kernel { entry: "matmul_small", family: F, bindings: &[R, R, RW, U] };
 pub const MATMUL_SPLIT_REDUCE: Kernel = Kernel { entry: "matmul_split_reduce", family: F, bindings: &[R, RW, U] };
 
@@ -23,9 +26,11 @@ pub const MATMUL_SPLIT_REDUCE: Kernel = Kernel { entry: "matmul_split_reduce", f
 /// mixed-precision Llama's weights.
 pub const MATMUL_B16: Kernel = Kernel { entry: "matmul_b16", family: MATMUL_B16_FAMILY, bindings: &[R, R, RW, U] };
 pub const MATMUL_128_B16: Kernel = Kernel { entry: "matmul_128_b16", family: MATMUL_B16_FAMILY, bindings: &[R, R, RW, U, R, R] };
+pub const MATMUL_128_ALIGNED_B16: Kernel = Kernel { entry: "matmul_128_aligned_b16", family: MATMUL_B16_FAMILY, bindings: &[R, R, RW, U, R, R] };
 pub const MATMUL_SMALL_B16: Kernel = Kernel { entry: "matmul_small_b16", family: MATMUL_B16_FAMILY, bindings: &[R, R, RW, U] };
 
-pub const KERNELS: &[&Kernel] = &[&MATMUL, &MATMUL_128, &MATMUL_SMALL, &MATMUL_SPLIT_REDUCE, &MATMUL_B16, &MATMUL_128_B16, &MATMUL_SMALL_B16];
+pub const KERNELS: &[&Kernel] =
+    &[&MATMUL, &MATMUL_128, &MATMUL_128_ALIGNED, &MATMUL_SMALL, &MATMUL_SPLIT_REDUCE, &MATMUL_B16, &MATMUL_128_B16, &MATMUL_128_ALIGNED_B16, &MATMUL_SMALL_B16];
 
 pub use super::matmul_plan::{plan, Adapter, SMALL};
 
@@ -152,14 +157,29 @@ struct MatmulParams {
     split_stride: u32,
 }
 
-/// Mirrors `MatmulReduceParams` in matmul.wgsl (16 bytes).
+/// Most sums one `matmul_split_reduce` dispatch adds (MMR_ENTRIES in matmul.wgsl).
+pub const REDUCE_MAX_ENTRIES: usize = 16;
+
+/// Mirrors `MatmulReduceParams` in matmul.wgsl (528 bytes).
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct ReduceParams {
-    len: u32,
-    splits: u32,
-    stride: u32,
-    accumulate: u32,
+    entries: u32,
+    total: u32,
+    _pad: [u32; 2],
+    table: [[u32; 4]; 2 * REDUCE_MAX_ENTRIES],
+}
+
+/// One sum of `matmul_split_reduce`: `splits` arrays of `len` floats at element `src` of the
+/// partials, added in order into element `dst` onwards of the output (plus its contents with
+/// `accumulate`).
+#[derive(Debug, Clone, Copy)]
+pub struct ReduceEntry {
+    pub src: usize,
+    pub len: usize,
+    pub splits: usize,
+    pub dst: usize,
+    pub accumulate: bool,
 }
 
 /// `C = alpha · op(A) · op(B) (+ C)` as one dispatch (never split along k). Lengths are checked
@@ -174,6 +194,62 @@ pub fn matmul(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, desc: MatmulDesc) -
 /// The same product as `matmul`, as one dispatch or, when the output has few tiles and k is
 /// long (weight gradients), as a split-K product into a scratch buffer plus a reduction.
 pub fn matmul_ops(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, desc: MatmulDesc) -> Result<Vec<Op>> {
+    split_product(gpu, a, b, c, desc, None)
+}
+
+/// As `matmul_ops`, but a split product leaves its partials in `pending` (when they fit) and
+/// C holds the product only after `pending.flush`: for weight gradients, which nothing reads
+/// before the optimizer.
+pub fn matmul_ops_pending(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, desc: MatmulDesc, pending: &mut PendingSums) -> Result<Vec<Op>> {
+    split_product(gpu, a, b, c, desc, Some(pending))
+}
+
+/// A product whose split-K reduction is left to the kernel that reads it: `splits` arrays of
+/// C's length in `parts`, added in split order by that kernel, which also writes the sum into
+/// `c` where others read it. With `splits` = 1, `parts` is `c`, already complete.
+pub struct Unreduced {
+    pub parts: Tensor,
+    pub splits: usize,
+    pub c: Tensor,
+}
+
+/// The product `matmul_ops` would run, as one dispatch whatever its plan: a split product
+/// leaves its partials in `room` (at least `split_partials_len` floats; not the shared
+/// scratch, which the consumer's neighbours may use) for a consumer that takes an `Unreduced`
+/// (`rms_norm_backward_unreduced`). The product must not accumulate.
+pub fn matmul_unreduced(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, desc: MatmulDesc, room: &Tensor) -> Result<(Op, Unreduced)> {
+    validate(gpu, a, b, c, &desc)?;
+    if desc.accumulate {
+        return Err(KilnError::invalid("accumulate", "an unreduced product cannot accumulate into C"));
+    }
+    let (tile, splits, k_chunk) = plan(&desc, true, Adapter::of(gpu));
+    if splits == 1 {
+        let op = product(gpu, a, b, c, &desc, tile, 1, desc.k)?;
+        return Ok((op, Unreduced { parts: c.clone(), splits: 1, c: c.clone() }));
+    }
+    let len = desc.m * desc.n;
+    if room.len() < splits * len {
+        return Err(KilnError::invalid(room.name(), format!("{splits} partial products of {len} need {} floats, found {}", splits * len, room.len())));
+    }
+    let parts = room.view(&format!("{} partials", c.name()), 0, vec![splits * len]);
+    let mut part_desc = desc;
+    part_desc.stride_c = len;
+    let op = product(gpu, a, b, &parts, &part_desc, tile, splits, k_chunk)?;
+    Ok((op, Unreduced { parts, splits, c: c.clone() }))
+}
+
+/// Floats of partials `matmul_ops` writes for this product on `adapter` (0 when it does not
+/// split): what a `PendingSums` needs to hold it.
+pub fn split_partials_len(adapter: Adapter, desc: &MatmulDesc) -> usize {
+    let (_, splits, _) = plan(desc, true, adapter);
+    if splits > 1 {
+        splits * desc.m * desc.n
+    } else {
+        0
+    }
+}
+
+fn split_product(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, desc: MatmulDesc, pending: Option<&mut PendingSums>) -> Result<Vec<Op>> {
     validate(gpu, a, b, c, &desc)?;
     let d = desc;
     let (tile, splits, k_chunk) = plan(&d, true, Adapter::of(gpu));
@@ -181,10 +257,13 @@ pub fn matmul_ops(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, desc: MatmulDes
         return Ok(vec![product(gpu, a, b, c, &d, tile, 1, d.k)?]);
     }
     let len = d.m * d.n;
-    let parts = gpu.scratch("matmul split-K partials", splits * len)?;
     let mut part_desc = d;
     part_desc.accumulate = false;
     part_desc.stride_c = len;
+    if let Some(parts) = pending.and_then(|p| p.defer(c, splits, d.accumulate)) {
+        return Ok(vec![product(gpu, a, b, &parts, &part_desc, tile, splits, k_chunk)?]);
+    }
+    let parts = gpu.scratch("matmul split-K partials", splits * len)?;
     let first = product(gpu, a, b, &parts, &part_desc, tile, splits, k_chunk)?;
     Ok(vec![first, split_reduce(gpu, &parts, c, splits, d.accumulate)?])
 }
@@ -194,9 +273,25 @@ pub fn matmul_ops(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, desc: MatmulDes
 pub fn split_reduce(gpu: &Gpu, parts: &Tensor, out: &Tensor, splits: usize, accumulate: bool) -> Result<Op> {
     let len = out.len();
     expect_len(parts, splits * len, "split partials (splits, len)")?;
-    let params = ReduceParams { len: len as u32, splits: splits as u32, stride: len as u32, accumulate: u32::from(accumulate) };
+    reduce_op(gpu, parts, out, &[ReduceEntry { src: 0, len, splits, dst: 0, accumulate }])
+}
+
+/// One `matmul_split_reduce` dispatch adding every entry's partials (in `parts`) into `out`.
+pub fn reduce_op(gpu: &Gpu, parts: &Tensor, out: &Tensor, entries: &[ReduceEntry]) -> Result<Op> {
+    if entries.is_empty() || entries.len() > REDUCE_MAX_ENTRIES {
+        return Err(KilnError::invalid("entries", format!("a reduction takes 1 to {REDUCE_MAX_ENTRIES} sums, got {}", entries.len())));
+    }
+    let mut params = ReduceParams { entries: entries.len() as u32, total: 0, _pad: [0; 2], table: [[0; 4]; 2 * REDUCE_MAX_ENTRIES] };
+    for (i, e) in entries.iter().enumerate() {
+        if e.src + e.splits * e.len > parts.len() || e.dst + e.len > out.len() {
+            return Err(KilnError::invalid("entries", format!("sum {i} ({e:?}) reaches past its partials ({}) or its output ({})", parts.len(), out.len())));
+        }
+        params.table[2 * i] = [params.total, e.len as u32, e.splits as u32, u32::from(e.accumulate)];
+        params.table[2 * i + 1] = [e.src as u32, e.dst as u32, 0, 0];
+        params.total += e.len as u32;
+    }
     let uniform = gpu.uniform("split reduce params", &params);
-    gpu.op(&MATMUL_SPLIT_REDUCE, &[T(parts), T(out), Uni(&uniform)], gpu.grid(super::groups_1d(len)))
+    gpu.op(&MATMUL_SPLIT_REDUCE, &[T(parts), T(out), Uni(&uniform)], gpu.grid(super::groups_1d(params.total as usize)))
 }
 
 fn validate(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, d: &MatmulDesc) -> Result<()> {
@@ -235,7 +330,8 @@ fn product(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, d: &MatmulDesc, tile: 
         && d.k.is_multiple_of(8)
         && k_chunk.is_multiple_of(8)
         && d.stride_a.is_multiple_of(4)
-        && d.stride_b.is_multiple_of(4);
+        && d.stride_b.is_multiple_of(4)
+        && d.stride_c.is_multiple_of(4);
     let flags = u32::from(d.trans_a) * TRANS_A + u32::from(d.trans_b) * TRANS_B + u32::from(d.accumulate) * ACCUMULATE + u32::from(aligned) * ALIGNED;
     let params = MatmulParams {
         m: d.m as u32,
@@ -253,7 +349,12 @@ fn product(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, d: &MatmulDesc, tile: 
     };
     let uniform = gpu.uniform("matmul params", &params);
     let groups = [x, y, (d.batch * splits) as u32];
-    let [small, big, mid] = if d.b_f16 { [&MATMUL_SMALL_B16, &MATMUL_128_B16, &MATMUL_B16] } else { [&MATMUL_SMALL, &MATMUL_128, &MATMUL] };
+    let [small, big, mid] = match (d.b_f16, aligned) {
+        (false, false) => [&MATMUL_SMALL, &MATMUL_128, &MATMUL],
+        (false, true) => [&MATMUL_SMALL, &MATMUL_128_ALIGNED, &MATMUL],
+        (true, false) => [&MATMUL_SMALL_B16, &MATMUL_128_B16, &MATMUL_B16],
+        (true, true) => [&MATMUL_SMALL_B16, &MATMUL_128_ALIGNED_B16, &MATMUL_B16],
+    };
     match tile {
         SMALL => gpu.op(small, &[T(a), T(b), T(c), Uni(&uniform)], groups),
         128 => {

@@ -13,7 +13,7 @@ pub(super) const KT: usize = 16;
 const SPLIT_TARGET_GROUPS: usize = 256;
 
 /// Multiply-adds (m·n·k·batch) from which splitting is worth its extra dispatch.
-const SPLIT_MIN_MACS: usize = 1 << 26;
+const SPLIT_MIN_MACS: u64 = 1 << 26;
 
 /// Shortest k chunk of a split: shorter ones spend more on the partials than they save.
 const SPLIT_MIN_CHUNK: usize = 128;
@@ -27,14 +27,14 @@ const BIG_TILE_MIN_TILES: usize = 160;
 /// On a GPU a longer k (a weight gradient over the batch) is a serial loop per thread that
 /// measured several times slower on an H200 than the split-K plan, so those keep it; on a CPU
 /// adapter (llvmpipe) the plain loop wins there too (2.2× mlp-spiral steps/s).
-const SMALL_MAX_MACS: usize = 1 << 20;
+const SMALL_MAX_MACS: u64 = 1 << 20;
 const SMALL_MAX_K_GPU: usize = 64;
 const SMALL_MAX_K_CPU: usize = 1024;
 /// The `tile` that names `matmul_small` (in `MatmulDesc::tile` and `plan`).
 pub const SMALL: usize = 1;
 
 /// Largest split-K scratch buffer, in elements (64 MiB).
-const SPLIT_MAX_SCRATCH: usize = 1 << 24;
+const SPLIT_MAX_SCRATCH: u64 = 1 << 24;
 
 /// Tile and k split for a product: (tile, splits, k_chunk). Measured on an H200 (bench/RESULTS.md):
 /// enough output tiles → the 128 tile alone; few tiles and a long k (weight gradients, and
@@ -45,10 +45,13 @@ const SPLIT_MAX_SCRATCH: usize = 1 << 24;
 pub fn plan(d: &MatmulDesc, allow_split: bool, adapter: Adapter) -> (usize, usize, usize) {
     let small_max_k = adapter.small_max_k();
     let tiles = |t: usize| d.m.div_ceil(t) * d.n.div_ceil(t) * d.batch;
+    // In u64: on wasm32 a usize overflows for the largest configs, which the fit check plans
+    // before refusing them.
+    let macs = d.m as u64 * d.n as u64 * d.k as u64 * d.batch as u64;
     // Split big products with few tiles, and small ones whose long k would run as one serial,
     // latency-bound loop (the weight gradients of tiny MLPs: (16, 16) outputs over k = 512).
     let long_k = d.k >= 2 * SPLIT_MIN_CHUNK && tiles(64) < 16;
-    let can_split = allow_split && d.batch == 1 && (d.m * d.n * d.k >= SPLIT_MIN_MACS || long_k);
+    let can_split = allow_split && d.batch == 1 && (macs >= SPLIT_MIN_MACS || long_k);
     let (tile, splits) = match (d.tile.or(env_tile()), d.splits) {
         (Some(t), Some(s)) => (t, s),
         (Some(t), None) if env_tile().is_some() && d.tile.is_none() => (t, 1),
@@ -56,7 +59,7 @@ pub fn plan(d: &MatmulDesc, allow_split: bool, adapter: Adapter) -> (usize, usiz
         (None, forced) => {
             let s128 = SPLIT_TARGET_GROUPS.div_ceil(tiles(128));
             let s64 = (2 * SPLIT_TARGET_GROUPS).div_ceil(tiles(64));
-            let small = d.m * d.n * d.k * d.batch <= SMALL_MAX_MACS && d.k <= small_max_k;
+            let small = macs <= SMALL_MAX_MACS && d.k <= small_max_k;
             let (t, s) = if small {
                 (SMALL, 1)
             } else if tiles(128) >= BIG_TILE_MIN_TILES {
@@ -87,7 +90,7 @@ pub fn plan(d: &MatmulDesc, allow_split: bool, adapter: Adapter) -> (usize, usiz
     let mut splits = if allow_split && d.batch == 1 { splits } else { 1 };
     // Chunks of at least 2 KT, a multiple of KT; the scratch stays bounded.
     splits = splits.clamp(1, d.k.div_ceil(2 * KT).clamp(1, 65_535));
-    while splits > 1 && splits * d.m * d.n > SPLIT_MAX_SCRATCH {
+    while splits > 1 && splits as u64 * d.m as u64 * d.n as u64 > SPLIT_MAX_SCRATCH {
         splits -= 1;
     }
     let k_chunk = d.k.div_ceil(splits).next_multiple_of(KT);

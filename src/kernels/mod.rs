@@ -26,6 +26,7 @@ pub mod reduce;
 pub mod rope;
 pub mod sampling;
 pub mod softmax;
+pub mod split_sums;
 
 pub use crate::gpu::{Access, Family, Kernel};
 pub use Access::{Read as R, ReadWrite as RW, Uniform as U};

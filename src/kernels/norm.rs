@@ -4,7 +4,8 @@
 //!
 //! Shapes come from lengths: C = weight.len(), rows = x.len() / C.
 
-use super::matmul::split_reduce;
+use super::matmul::{split_reduce, Unreduced};
+use super::split_sums::PendingSums;
 use super::{expect_len, Kernel, NORM as F, R, RW, U};
 use crate::error::{KilnError, Result};
 use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
@@ -12,7 +13,8 @@ use crate::gpu::{Tensor, Uniform};
 
 pub const RMS_NORM: Kernel = Kernel { entry: "rms_norm", family: F, bindings: &[R, R, RW, RW, U] };
 pub const RMS_NORM_RESIDUAL: Kernel = Kernel { entry: "rms_norm_residual", family: F, bindings: &[R, R, R, RW, RW, RW, U] };
-pub const RMS_NORM_BACKWARD: Kernel = Kernel { entry: "rms_norm_backward", family: F, bindings: &[R, R, R, R, RW, U] };
+/// Binding 6 receives dout summed when it arrives as split partials (a placeholder else).
+pub const RMS_NORM_BACKWARD: Kernel = Kernel { entry: "rms_norm_backward", family: F, bindings: &[R, R, R, R, RW, U, RW] };
 pub const RMS_NORM_BACKWARD_WEIGHT: Kernel = Kernel { entry: "rms_norm_backward_weight", family: F, bindings: &[R, R, R, RW, U] };
 
 pub const KERNELS: &[&Kernel] = &[&RMS_NORM, &RMS_NORM_RESIDUAL, &RMS_NORM_BACKWARD, &RMS_NORM_BACKWARD_WEIGHT];
@@ -28,6 +30,8 @@ pub struct NormParams {
     pub rows: u32,
     pub eps: f32,
     pub accumulate: u32,
+    pub splits: u32,
+    pub _pad: [u32; 3],
 }
 
 /// (C, rows) of `x` normalized over `weight`'s length, or an error naming the bad tensor.
@@ -48,7 +52,7 @@ fn check_eps(eps: f32) -> Result<()> {
 }
 
 fn params(gpu: &Gpu, c: usize, rows: usize, eps: f32, accumulate: bool) -> Uniform {
-    let p = NormParams { cols: c as u32, rows: rows as u32, eps, accumulate: accumulate as u32 };
+    let p = NormParams { cols: c as u32, rows: rows as u32, eps, accumulate: accumulate as u32, splits: 1, _pad: [0; 3] };
     gpu.uniform("norm params", &p)
 }
 
@@ -66,34 +70,66 @@ pub fn rms_norm(gpu: &Gpu, x: &Tensor, weight: &Tensor, out: &Tensor, rstd: &Ten
 /// stream's next value; it must be a buffer distinct from x and residual.
 #[allow(clippy::too_many_arguments)] // one tensor per binding, as the kernel declares them
 pub fn rms_norm_residual(gpu: &Gpu, x: &Tensor, residual: &Tensor, weight: &Tensor, sum: &Tensor, out: &Tensor, rstd: &Tensor, eps: f32) -> Result<Op> {
+    let whole = Unreduced { parts: residual.clone(), splits: 1, c: residual.clone() };
+    rms_norm_residual_unreduced(gpu, x, &whole, weight, sum, out, rstd, eps)
+}
+
+/// `rms_norm_residual` of a residual a split product left unreduced: the kernel adds its
+/// partials as it reads them (`residual.c` is not written: nothing else reads a Llama's down
+/// projection).
+#[allow(clippy::too_many_arguments)] // one tensor per binding, as the kernel declares them
+pub fn rms_norm_residual_unreduced(
+    gpu: &Gpu,
+    x: &Tensor,
+    residual: &Unreduced,
+    weight: &Tensor,
+    sum: &Tensor,
+    out: &Tensor,
+    rstd: &Tensor,
+    eps: f32,
+) -> Result<Op> {
     let (c, rows) = shape(x, weight)?;
     check_eps(eps)?;
-    expect_len(residual, x.len(), "rms_norm_residual residual")?;
+    expect_len(&residual.c, x.len(), "rms_norm_residual residual")?;
+    expect_len(&residual.parts, residual.splits * x.len(), "rms_norm_residual residual partials (splits, rows, C)")?;
     expect_len(sum, x.len(), "rms_norm_residual sum")?;
     expect_len(out, x.len(), "rms_norm_residual output")?;
     expect_len(rstd, rows, "rms_norm_residual rstd (one per row)")?;
-    let p = params(gpu, c, rows, eps, false);
-    let args = [T(x), T(residual), T(weight), T(sum), T(out), T(rstd), Uni(&p)];
+    let p = NormParams { cols: c as u32, rows: rows as u32, eps, accumulate: 0, splits: residual.splits as u32, _pad: [0; 3] };
+    let p = gpu.uniform("norm params", &p);
+    let args = [T(x), T(&residual.parts), T(weight), T(sum), T(out), T(rstd), Uni(&p)];
     gpu.op(&RMS_NORM_RESIDUAL, &args, gpu.grid(rows as u32))
 }
 
 /// dx of rms_norm from dout, the forward input x and its saved rstd. With `accumulate`,
 /// dx += result (the residual stream's gradient already holds the skip path); else dx = result.
 pub fn rms_norm_backward(gpu: &Gpu, dout: &Tensor, x: &Tensor, weight: &Tensor, rstd: &Tensor, dx: &Tensor, accumulate: bool) -> Result<Op> {
+    let whole = Unreduced { parts: dout.clone(), splits: 1, c: dout.clone() };
+    rms_norm_backward_unreduced(gpu, &whole, x, weight, rstd, dx, accumulate)
+}
+
+/// `rms_norm_backward` of a dout a split product left unreduced: the kernel adds its partials
+/// and writes the sum into `dout.c` (for `rms_norm_backward_weight`), instead of a reduction
+/// dispatch before it.
+pub fn rms_norm_backward_unreduced(gpu: &Gpu, dout: &Unreduced, x: &Tensor, weight: &Tensor, rstd: &Tensor, dx: &Tensor, accumulate: bool) -> Result<Op> {
     let (c, rows) = shape(x, weight)?;
-    expect_len(dout, x.len(), "rms_norm_backward dout")?;
+    expect_len(&dout.c, x.len(), "rms_norm_backward dout")?;
+    expect_len(&dout.parts, dout.splits * x.len(), "rms_norm_backward dout partials (splits, rows, C)")?;
     expect_len(rstd, rows, "rms_norm_backward rstd (one per row)")?;
     expect_len(dx, x.len(), "rms_norm_backward dx")?;
-    let p = params(gpu, c, rows, 0.0, accumulate);
-    let args = [T(dout), T(x), T(weight), T(rstd), T(dx), Uni(&p)];
+    let p = NormParams { cols: c as u32, rows: rows as u32, eps: 0.0, accumulate: accumulate as u32, splits: dout.splits as u32, _pad: [0; 3] };
+    let p = gpu.uniform("norm params", &p);
+    let sum = if dout.splits > 1 { dout.c.clone() } else { gpu.placeholder()? };
+    let args = [T(&dout.parts), T(x), T(weight), T(rstd), T(dx), Uni(&p), T(&sum)];
     gpu.op(&RMS_NORM_BACKWARD, &args, gpu.grid(rows as u32))
 }
 
 /// dweight += Σ_rows dout·x·rstd (C), summed in a fixed order (deterministic). Long batches
-/// are cut into row chunks, summed into partials (the shared scratch) and then reduced, so
-/// that more than C / 32 workgroups share the work; the chunking depends only on the shapes,
-/// so every device adds in the same order.
-pub fn rms_norm_backward_weight(gpu: &Gpu, dout: &Tensor, x: &Tensor, rstd: &Tensor, dweight: &Tensor) -> Result<Vec<Op>> {
+/// are cut into row chunks, summed into partials and then reduced, so that more than C / 32
+/// workgroups share the work; the chunking depends only on the shapes, so every device adds in
+/// the same order. The partials wait in `pending` when given (dweight then holds the sum after
+/// its flush), else in the shared scratch, reduced by a second dispatch returned here.
+pub fn rms_norm_backward_weight(gpu: &Gpu, dout: &Tensor, x: &Tensor, rstd: &Tensor, dweight: &Tensor, pending: Option<&mut PendingSums>) -> Result<Vec<Op>> {
     let (c, rows) = shape(x, dweight)?;
     expect_len(dout, x.len(), "rms_norm_backward_weight dout")?;
     expect_len(rstd, rows, "rms_norm_backward_weight rstd (one per row)")?;
@@ -103,10 +139,22 @@ pub fn rms_norm_backward_weight(gpu: &Gpu, dout: &Tensor, x: &Tensor, rstd: &Ten
         let p = params(gpu, c, rows, 0.0, true);
         return Ok(vec![gpu.op(&RMS_NORM_BACKWARD_WEIGHT, &[T(dout), T(x), T(rstd), T(dweight), Uni(&p)], [gx, gy, 1])?]);
     }
-    let parts = gpu.scratch("rms_norm_backward_weight partials", chunks * c)?;
     let p = params(gpu, c, rows, 0.0, false);
-    let partial = gpu.op(&RMS_NORM_BACKWARD_WEIGHT, &[T(dout), T(x), T(rstd), T(&parts), Uni(&p)], [gx, gy, chunks as u32])?;
-    Ok(vec![partial, split_reduce(gpu, &parts, dweight, chunks, true)?])
+    let partial = |parts: &Tensor| gpu.op(&RMS_NORM_BACKWARD_WEIGHT, &[T(dout), T(x), T(rstd), T(parts), Uni(&p)], [gx, gy, chunks as u32]);
+    if let Some(parts) = pending.and_then(|q| q.defer(dweight, chunks, true)) {
+        return Ok(vec![partial(&parts)?]);
+    }
+    let parts = gpu.scratch("rms_norm_backward_weight partials", chunks * c)?;
+    Ok(vec![partial(&parts)?, split_reduce(gpu, &parts, dweight, chunks, true)?])
+}
+
+/// Floats of partials `rms_norm_backward_weight` writes for C channels over `rows` (0 when
+/// it sums in one pass): what a `PendingSums` needs to hold them.
+pub fn weight_partials_len(c: usize, rows: usize) -> usize {
+    match weight_row_chunks(c, rows) {
+        1 => 0,
+        chunks => chunks * c,
+    }
 }
 
 /// Row chunks for `rms_norm_backward_weight`: about 256 workgroups in all, each chunk at

@@ -12,10 +12,13 @@ use crate::kernels::attention::{attention_backward, attention_forward, Attention
 use crate::kernels::conv::{conv1d_backward_input, conv1d_backward_weight, conv1d_shaped, ConvShape};
 use crate::kernels::elementwise::{silu_gate, silu_gate_backward};
 use crate::kernels::embedding::{embedding_backward, embedding_forward};
-use crate::kernels::matmul::{matmul_ops, MatmulDesc};
-use crate::kernels::norm::{rms_norm, rms_norm_backward, rms_norm_backward_weight, rms_norm_residual};
+use crate::kernels::matmul::{matmul_ops, matmul_ops_pending, matmul_unreduced, split_partials_len, Adapter, MatmulDesc, Unreduced};
+use crate::kernels::norm::{
+    rms_norm, rms_norm_backward, rms_norm_backward_unreduced, rms_norm_backward_weight, rms_norm_residual, rms_norm_residual_unreduced, weight_partials_len,
+};
 use crate::kernels::quant::fp32_to_fp16;
 use crate::kernels::rope::{rope, rope_backward, RopeConfig};
+use crate::kernels::split_sums::PendingSums;
 use crate::model::llama::LlamaConfig;
 use crate::model::llama_acts::{Activations, BlockActs, Part, Stash};
 use crate::model::params::{Linear, ParamStore};
@@ -36,11 +39,49 @@ fn linear(gpu: &Gpu, w: &Linear, x: &Tensor, y: &Tensor, (rows, out, inp): (usiz
     matmul_ops(gpu, x, &w, y, desc)
 }
 
-/// dW (out, in) += dyᵀ·x and dx (rows, in) = dy·W.
-fn linear_backward(gpu: &Gpu, w: &Linear, x: &Tensor, dy: &Tensor, dx: &Tensor, (rows, out, inp): (usize, usize, usize)) -> Result<Vec<Op>> {
-    // dW has few output tiles and k = rows: matmul_ops splits it along k when that helps.
-    let mut ops = matmul_ops(gpu, dy, x, &w.grad, MatmulDesc::new(out, inp, rows).trans_a().accumulate())?;
-    let (w, desc) = weight(w, MatmulDesc::new(rows, inp, out));
+/// dW (out, in) += dyᵀ·x (its sum waiting in `pending`) and dx (rows, in) = dy·W left
+/// unreduced (its partials in `room`) for `rms_norm_backward_unreduced`.
+#[allow(clippy::too_many_arguments)]
+fn linear_backward_unreduced(
+    gpu: &Gpu,
+    w: &Linear,
+    x: &Tensor,
+    dy: &Tensor,
+    dx: &Tensor,
+    (rows, out, inp): (usize, usize, usize),
+    pending: &mut PendingSums,
+    room: &Tensor,
+) -> Result<(Vec<Op>, Unreduced)> {
+    let mut ops = matmul_ops_pending(gpu, dy, x, &w.grad, weight_grad(rows, out, inp), pending)?;
+    let (w, desc) = weight(w, input_grad(rows, out, inp));
+    let (op, dx) = matmul_unreduced(gpu, dy, &w, dx, desc, room)?;
+    ops.push(op);
+    Ok((ops, dx))
+}
+
+/// The product dx (rows, in) = dy·W.
+fn input_grad(rows: usize, out: usize, inp: usize) -> MatmulDesc {
+    MatmulDesc::new(rows, inp, out)
+}
+
+/// The product dW (out, in) += dyᵀ·x over `rows`.
+fn weight_grad(rows: usize, out: usize, inp: usize) -> MatmulDesc {
+    MatmulDesc::new(out, inp, rows).trans_a().accumulate()
+}
+
+/// dW (out, in) += dyᵀ·x and dx (rows, in) = dy·W. dW has few output tiles and k = rows: it
+/// is split along k when that helps, its partials summed at `pending`'s next flush.
+fn linear_backward(
+    gpu: &Gpu,
+    w: &Linear,
+    x: &Tensor,
+    dy: &Tensor,
+    dx: &Tensor,
+    (rows, out, inp): (usize, usize, usize),
+    pending: &mut PendingSums,
+) -> Result<Vec<Op>> {
+    let mut ops = matmul_ops_pending(gpu, dy, x, &w.grad, weight_grad(rows, out, inp), pending)?;
+    let (w, desc) = weight(w, input_grad(rows, out, inp));
     ops.extend(matmul_ops(gpu, dy, &w, dx, desc)?);
     Ok(ops)
 }
@@ -91,14 +132,18 @@ impl LlamaConfig {
             // up and gate in one product: their weights lie back to back as a (2F, C) matrix.
             fwd.extend(linear(gpu, &p.joined(&name("up")), &b.n2, &b.up_gate, (n, 2 * f, c))?);
             fwd.push(silu_gate(gpu, &b.up_gate, &b.g, f)?);
-            fwd.extend(linear(gpu, &p.linear(&name("down")), &b.g, &b.down, (n, c, f))?);
+            // down's split partials wait in the shared scratch for the residual norm to add.
+            let (w_down, desc) = weight(&p.linear(&name("down")), MatmulDesc::new(n, c, f).trans_b());
+            let room = gpu.scratch("down partials", split_partials_len(Adapter::of(gpu), &desc).max(1))?;
+            let (op, down) = matmul_unreduced(gpu, &b.g, &w_down, &b.down, desc, &room)?;
+            fwd.push(op);
             if let Some(s) = &stash {
                 fwd.extend(acts.stash_ops(gpu, s, Part::Mlp)?);
             }
             // x2 = x1 + down, fused with the next norm (the next block's, or the final one).
             let next_norm = if l + 1 < cfg.layers { p.weight(&format!("blocks.{}.attn_norm", l + 1)) } else { p.weight("final_norm") };
             (x, rstd1, n1) = acts.stream(gpu, "x2")?;
-            fwd.push(rms_norm_residual(gpu, &b.x1, &b.down, &next_norm, &x, &n1, &rstd1, eps)?);
+            fwd.push(rms_norm_residual_unreduced(gpu, &b.x1, &down, &next_norm, &x, &n1, &rstd1, eps)?);
             blocks.push((b, stash));
         }
         // After the loop: x is the final residual stream, n1 its final norm, rstd1 that norm's rstd.
@@ -165,9 +210,16 @@ fn backward(
     let dconv = if cfg.short_conv { Some(tensor("dconv", &[n, c])?) } else { None };
     let conv_shape = ConvShape::causal_tokens(dims.batch, dims.seq, c);
 
-    let mut ops = linear_backward(gpu, &p.linear("lm_head"), n_final, &net.d_output, &dn, (n, v, c))?;
+    // Each block's gradient sums (and, with the last block's, the head's) are one dispatch.
+    let partials = BackwardPartials::of(cfg, n, Adapter::of(gpu));
+    let mut pending = PendingSums::new(gpu, partials.pending)?;
+    // (splits, N, C) the partials of dn's split products, which rms_norm_backward adds right
+    // after them: the shared scratch serves, as nothing else uses it in between (the norm
+    // weight's own partials, should they not fit `pending`, come after rms_norm_backward).
+    let room = gpu.scratch("dn partials", partials.dn.max(1))?;
+    let mut ops = linear_backward(gpu, &p.linear("lm_head"), n_final, &net.d_output, &dn, (n, v, c), &mut pending)?;
     ops.push(rms_norm_backward(gpu, &dn, x_final, &p.weight("final_norm"), rstd_final, &dx, false)?);
-    ops.extend(rms_norm_backward_weight(gpu, &dn, x_final, rstd_final, &p.grad("final_norm"))?);
+    ops.extend(rms_norm_backward_weight(gpu, &dn, x_final, rstd_final, &p.grad("final_norm"), Some(&mut pending))?);
     let eps = cfg.norm_eps;
     for (l, (b, stash)) in blocks.iter().enumerate().rev() {
         let name = |s: &str| format!("blocks.{l}.{s}");
@@ -178,12 +230,13 @@ fn backward(
             ops.push(silu_gate(gpu, &b.up_gate, &b.g, f)?);
         }
         // MLP: dx holds d(x2) = d(x1 + down).
-        ops.extend(linear_backward(gpu, &p.linear(&name("down")), &b.g, &dx, &dg, (n, c, f))?);
+        ops.extend(linear_backward(gpu, &p.linear(&name("down")), &b.g, &dx, &dg, (n, c, f), &mut pending)?);
         ops.push(silu_gate_backward(gpu, &b.up_gate, &dg, &dup_gate, f)?);
         // One product each for d[up; gate] and dn (its k runs over both halves).
-        ops.extend(linear_backward(gpu, &p.joined(&name("up")), &b.n2, &dup_gate, &dn, (n, 2 * f, c))?);
-        ops.push(rms_norm_backward(gpu, &dn, &b.x1, &p.weight(&name("mlp_norm")), &b.rstd2, &dx, true)?);
-        ops.extend(rms_norm_backward_weight(gpu, &dn, &b.x1, &b.rstd2, &p.grad(&name("mlp_norm")))?);
+        let (step, dn_parts) = linear_backward_unreduced(gpu, &p.joined(&name("up")), &b.n2, &dup_gate, &dn, (n, 2 * f, c), &mut pending, &room)?;
+        ops.extend(step);
+        ops.push(rms_norm_backward_unreduced(gpu, &dn_parts, &b.x1, &p.weight(&name("mlp_norm")), &b.rstd2, &dx, true)?);
+        ops.extend(rms_norm_backward_weight(gpu, &dn, &b.x1, &b.rstd2, &p.grad(&name("mlp_norm")), Some(&mut pending))?);
         if let Some(s) = stash {
             // x, qkv and att come back from f16; n1 (and the short conv) are recomputed.
             ops.extend(acts.widen_ops(gpu, s, Part::Attention)?);
@@ -193,18 +246,45 @@ fn backward(
             }
         }
         // Attention: dx now holds d(x1) = d(x + proj).
-        ops.extend(linear_backward(gpu, &p.linear(&name("proj")), &b.att, &dx, &datt, (n, c, c))?);
+        ops.extend(linear_backward(gpu, &p.linear(&name("proj")), &b.att, &dx, &datt, (n, c, c), &mut pending)?);
         let bw = attention_backward(gpu, dims, &b.qkv, &b.att, &b.lse, &datt, &delta, &dqkv)?;
         ops.extend(bw.ops().into_iter().cloned());
         ops.push(rope_backward(gpu, &dqkv, rope_cfg)?.op);
-        ops.extend(linear_backward(gpu, &p.linear(&name("qkv")), &b.qkv_in, &dqkv, dconv.as_ref().unwrap_or(&dn), (n, 3 * c, c))?);
-        if let Some(dconv) = &dconv {
+        let qkv = p.linear(&name("qkv"));
+        let dn_parts = if let Some(dconv) = &dconv {
+            ops.extend(linear_backward(gpu, &qkv, &b.qkv_in, &dqkv, dconv, (n, 3 * c, c), &mut pending)?);
             ops.push(conv1d_backward_weight(gpu, dconv, &b.n1, &p.grad(&name("conv")), &p.grad(&name("conv_bias")), conv_shape)?);
             ops.push(conv1d_backward_input(gpu, dconv, &p.weight(&name("conv")), &dn, conv_shape)?);
-        }
-        ops.push(rms_norm_backward(gpu, &dn, &b.x, &p.weight(&name("attn_norm")), &b.rstd1, &dx, true)?);
-        ops.extend(rms_norm_backward_weight(gpu, &dn, &b.x, &b.rstd1, &p.grad(&name("attn_norm")))?);
+            Unreduced { parts: dn.clone(), splits: 1, c: dn.clone() }
+        } else {
+            let (step, dn_parts) = linear_backward_unreduced(gpu, &qkv, &b.qkv_in, &dqkv, &dn, (n, 3 * c, c), &mut pending, &room)?;
+            ops.extend(step);
+            dn_parts
+        };
+        ops.push(rms_norm_backward_unreduced(gpu, &dn_parts, &b.x, &p.weight(&name("attn_norm")), &b.rstd1, &dx, true)?);
+        ops.extend(rms_norm_backward_weight(gpu, &dn, &b.x, &b.rstd1, &p.grad(&name("attn_norm")), Some(&mut pending))?);
+        ops.extend(pending.flush(gpu)?);
     }
     ops.push(embedding_backward(gpu, &dx, &net.input, &p.grad("wte"))?);
     Ok(ops)
+}
+
+/// Floats of split-K partials the backward holds (the fit check counts them too).
+pub struct BackwardPartials {
+    /// What waits in the `PendingSums` at once: a block's four weight gradients and two norm
+    /// weights, plus the head's and the final norm's with the last block.
+    pub pending: usize,
+    /// The largest split of dn that `rms_norm_backward` adds itself (in the shared scratch).
+    pub dn: usize,
+}
+
+impl BackwardPartials {
+    pub fn of(cfg: &LlamaConfig, n: usize, adapter: Adapter) -> BackwardPartials {
+        let (c, f) = (cfg.d_model, cfg.hidden);
+        let dw = |out, inp| split_partials_len(adapter, &weight_grad(n, out, inp));
+        let norm = weight_partials_len(c, n);
+        let pending = dw(3 * c, c) + dw(c, c) + dw(2 * f, c) + dw(c, f) + 2 * norm + dw(cfg.vocab, c) + norm;
+        let dn = [2 * f, 3 * c].map(|out| split_partials_len(adapter, &input_grad(n, out, c))).into_iter().max().unwrap_or(0);
+        BackwardPartials { pending, dn }
+    }
 }

@@ -11,9 +11,10 @@ use crate::error::{ensure, Result};
 use crate::gpu::Tensor;
 use crate::gpu::{Gpu, Op};
 use crate::kernels::elementwise::{activation_backward, bias_activation, binary, Activation, Binary};
-use crate::kernels::matmul::{matmul, matmul_ops, MatmulDesc};
+use crate::kernels::matmul::{matmul, matmul_ops_pending, split_partials_len, Adapter, MatmulDesc};
 use crate::kernels::mlp_fused::{fits, mlp_fused, FusedLayer, FusedLoss, FusedRows};
 use crate::kernels::reduce::column_sum;
+use crate::kernels::split_sums::PendingSums;
 use crate::model::params::{Init, ParamSpec, ParamStore};
 use crate::model::{Net, Taps};
 
@@ -131,16 +132,31 @@ impl MlpConfig {
     }
 }
 
+/// The product dW (out, fan_in) += dzᵀ·h over the batch.
+fn weight_grad((fan_in, out): (usize, usize), batch: usize) -> MatmulDesc {
+    MatmulDesc::new(out, fan_in, batch).trans_a().accumulate()
+}
+
+impl MlpConfig {
+    /// Floats of split-K partials the backward's weight gradients wait in (the fit check
+    /// counts them too).
+    pub fn backward_partials(&self, batch: usize, adapter: Adapter) -> usize {
+        self.layer_dims().into_iter().map(|d| split_partials_len(adapter, &weight_grad(d, batch))).sum()
+    }
+}
+
 /// dW_l += dz_lᵀ·h_{l-1}, db_l += Σ_rows dz_l, dh_{l-1} = dz_l·W_l, dz_{l-1} = dh_{l-1}·act'(z_{l-1}).
 fn backward_ops(gpu: &Gpu, cfg: &MlpConfig, params: &ParamStore, input: &Tensor, acts: &[LayerActs], d_output: &Tensor, batch: usize) -> Result<Vec<Op>> {
     let dims = cfg.layer_dims();
+    // The split weight gradients' sums: one dispatch at the end.
+    let mut pending = PendingSums::new(gpu, cfg.backward_partials(batch, Adapter::of(gpu)))?;
     let mut ops = vec![];
     let mut dz = d_output.clone();
     for l in (0..dims.len()).rev() {
         let (fan_in, out) = dims[l];
         let prev = if l == 0 { input } else { acts[l - 1].h.as_ref().expect("hidden") };
         let (w, dw, db) = (params.weight(&format!("layer{l}.weight")), params.grad(&format!("layer{l}.weight")), params.grad(&format!("layer{l}.bias")));
-        ops.extend(matmul_ops(gpu, &dz, prev, &dw, MatmulDesc::new(out, fan_in, batch).trans_a().accumulate())?);
+        ops.extend(matmul_ops_pending(gpu, &dz, prev, &dw, weight_grad(dims[l], batch), &mut pending)?);
         ops.push(column_sum(gpu, &dz, &db, true)?);
         if l > 0 {
             let dh = gpu.tensor(&format!("layer{}.dh", l - 1), &[batch, fan_in])?;
@@ -150,5 +166,6 @@ fn backward_ops(gpu: &Gpu, cfg: &MlpConfig, params: &ParamStore, input: &Tensor,
             dz = dz_prev;
         }
     }
+    ops.extend(pending.flush(gpu)?);
     Ok(ops)
 }

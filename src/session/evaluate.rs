@@ -26,6 +26,10 @@ pub struct Evaluation {
 /// Most next-token predictions one evaluation scores: the first windows of a longer split.
 pub const MAX_EVAL_TOKENS: usize = 16_384;
 
+/// Tokens an evaluation scores per submit, and the most logits one run may hold (16 MiB).
+const EVAL_RUN_TOKENS: usize = 4096;
+const EVAL_RUN_LOGITS: usize = 1 << 22;
+
 impl Session {
     /// Model outputs (rows, outputs) for a batch of `examples` inputs: (examples, input_dim) f32
     /// points for an MLP, (examples·context) u32 tokens for a Llama.
@@ -70,7 +74,12 @@ impl Session {
         let (corpus, context) = (self.data.corpus().ok_or_else(|| KilnError::invalid("data", "text data expected"))?, self.cfg.model.rows_per_example());
         let most = max_tokens / context;
         let (x, y, windows) = corpus.windows(context, validation, most);
-        let out = self.predict_in_runs(params, windows, &x, self.cfg.batch).await?;
+        // Runs of about EVAL_RUN_TOKENS tokens (each run is a submit and a readback: four
+        // sequences at a time made the page's quantize report take over a minute on SwiftShader),
+        // never fewer sequences than a training batch nor more logits than EVAL_RUN_LOGITS.
+        let (rows, vocab) = (self.cfg.model.rows_per_example(), self.cfg.model.outputs());
+        let per_run = (EVAL_RUN_TOKENS / rows).min(EVAL_RUN_LOGITS / (rows * vocab).max(1)).max(self.cfg.batch);
+        let out = self.predict_in_runs(params, windows, &x, per_run).await?;
         let e = classify(&out, &y, outputs);
         Ok(Evaluation { available: corpus.range(validation).len() - 1, ..e })
     }

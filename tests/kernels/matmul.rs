@@ -6,7 +6,10 @@
 //! with rtol 1e-5 covers any summation order, while a wrong index gives errors of order 0.1.
 
 use kiln::kernels::matmul::{self as mm, reference, MatmulDesc, SMALL};
+use kiln::kernels::norm;
 use kiln::kernels::quant::reference as qref;
+use kiln::kernels::split_sums::PendingSums;
+use kiln::model::params::{Init, ParamSpec, ParamStore};
 use kiln::Gpu;
 
 use crate::common::*;
@@ -192,8 +195,53 @@ async fn packed_f16_b(gpu: &Gpu, c: &mut Checks) {
     assert!(err.contains("packed f16") && err.contains("10 words"), "{err}");
 }
 
+/// Two split weight gradients and a norm weight's row chunks waiting in one `PendingSums`, then
+/// summed by one dispatch into a gradient buffer that starts random (so accumulate shows and the
+/// padding between the tensors must come back untouched).
+async fn pending_sums(gpu: &Gpu, c: &mut Checks) {
+    let mut rng = Rng::new(17);
+    let spec = |name: &str, shape: Vec<usize>| ParamSpec { name: name.into(), shape, init: Init::Constant(0.0), decay: true, joins_next: false };
+    let store = ParamStore::new(gpu, vec![spec("a", vec![37, 53]), spec("b", vec![64, 30]), spec("norm", vec![48])], 1, false).unwrap();
+    let grads0 = rng.vec_f32(store.total, -1.0, 1.0);
+    gpu.write(&store.grads, &grads0).unwrap();
+    let mut want = f64s(&grads0);
+    let da = MatmulDesc::new(37, 53, 300).trans_a().accumulate().tile(64).splits(3);
+    let db = MatmulDesc::new(64, 30, 1000).trans_a().accumulate().tile(128).splits(7);
+    let (rows, ch) = (600, 48); // two row chunks of the norm weight's sum
+    let room = [da, db].iter().map(|d| d.splits.unwrap() * d.m * d.n).sum::<usize>() + norm::weight_partials_len(ch, rows);
+    let mut pending = PendingSums::new(gpu, room).unwrap();
+    let mut ops = vec![];
+    for (d, name) in [(da, "a"), (db, "b")] {
+        let (x, x64) = random_tensor(gpu, &mut rng, "x", &[d.k * d.m], -1.0, 1.0);
+        let (y, y64) = random_tensor(gpu, &mut rng, "y", &[d.k * d.n], -1.0, 1.0);
+        let step = mm::matmul_ops_pending(gpu, &x, &y, &store.grad(name), d, &mut pending).unwrap();
+        assert_eq!(step.len(), 1, "{name}: the split product alone; its sum waits");
+        ops.extend(step);
+        let at = store.entry(name).offset;
+        let prior = want[at..at + d.m * d.n].to_vec();
+        want.splice(at..at + d.m * d.n, reference::matmul(&d, &x64, &y64, &prior));
+    }
+    let (dout, dout64) = random_tensor(gpu, &mut rng, "dout", &[rows, ch], -1.0, 1.0);
+    let (x, x64) = random_tensor(gpu, &mut rng, "x", &[rows, ch], -1.0, 1.0);
+    let (rstd, rstd64) = random_tensor(gpu, &mut rng, "rstd", &[rows], 0.5, 2.0);
+    let step = norm::rms_norm_backward_weight(gpu, &dout, &x, &rstd, &store.grad("norm"), Some(&mut pending)).unwrap();
+    assert_eq!(step.len(), 1, "the norm weight's chunks alone; their sum waits");
+    ops.extend(step);
+    let at = store.entry("norm").offset;
+    for (i, v) in norm::reference::rms_norm_backward_weight(&dout64, &x64, &rstd64, ch).into_iter().enumerate() {
+        want[at + i] += v;
+    }
+    let flush = pending.flush(gpu).unwrap().expect("three sums wait");
+    assert!(pending.flush(gpu).unwrap().is_none(), "a flush empties the table");
+    ops.push(flush);
+    gpu.run(&ops.iter().collect::<Vec<_>>()).unwrap();
+    let label = format!("three sums in one dispatch, grid {:?}", ops[3].workgroups);
+    c.close(ops[3].entry, &label, &read(gpu, &store.grads).await, &want, atol(1000), RTOL);
+}
+
 pub async fn run(gpu: &Gpu, c: &mut Checks) {
     all_variants(gpu, c).await;
+    pending_sums(gpu, c).await;
     packed_f16_b(gpu, c).await;
     split_k(gpu, c).await;
     batched(gpu, c).await;

@@ -6,6 +6,7 @@
 //! of similar size (rstd·w·g and x·k), so it gets rtol 1e-4; dweight sums up to 37 rows of
 //! O(4) terms in a different order than the reference, so atol 1e-4.
 
+use kiln::kernels::matmul::Unreduced;
 use kiln::kernels::norm::{self, reference};
 use kiln::{Gpu, KilnError};
 
@@ -47,6 +48,18 @@ async fn forward(gpu: &Gpu, c: &mut Checks) {
         c.close(e, &format!("sum {label}"), &read(gpu, &sum).await, &want_sum, FWD_ATOL, FWD_RTOL);
         c.close(e, &format!("out {label}"), &read(gpu, &out).await, &want, FWD_ATOL, FWD_RTOL);
         c.close(e, &format!("rstd {label}"), &read(gpu, &rstd).await, &want_rstd, FWD_ATOL, FWD_RTOL);
+
+        // The residual as three split partials, added in order (p0 + p1 + p2 in f32).
+        let parts32 = rng.vec_f32(3 * rows * ch, -1.0, 1.0);
+        let len = rows * ch;
+        let res32: Vec<f32> = (0..len).map(|i| parts32[i] + parts32[len + i] + parts32[2 * len + i]).collect();
+        let parts = gpu.tensor_from("residual partials", &[3 * len], &parts32).unwrap();
+        let residual = Unreduced { parts, splits: 3, c: res.clone() };
+        gpu.run(&[&norm::rms_norm_residual_unreduced(gpu, &x, &residual, &w, &sum, &out, &rstd, EPS).unwrap()]).unwrap();
+        let (want_sum, want, _) = reference::rms_norm_residual(&x64, &f64s(&res32), &w64, EPS as f64);
+        let label = format!("{label}, residual in 3 partials");
+        c.close(e, &format!("sum {label}"), &read(gpu, &sum).await, &want_sum, FWD_ATOL, FWD_RTOL);
+        c.close(e, &format!("out {label}"), &read(gpu, &out).await, &want, FWD_ATOL, FWD_RTOL);
     }
 }
 
@@ -70,7 +83,7 @@ async fn backward(gpu: &Gpu, c: &mut Checks) {
             let (dx, dx0) = random_tensor(gpu, &mut rng, "dx", &[rows, ch], -1.0, 1.0);
             let (dw, dw0) = random_tensor(gpu, &mut rng, "dweight", &[ch], -1.0, 1.0);
             let bw = norm::rms_norm_backward(gpu, &g, &x, &w, &rstd, &dx, accumulate).unwrap();
-            let bw_w = norm::rms_norm_backward_weight(gpu, &g, &x, &rstd, &dw).unwrap();
+            let bw_w = norm::rms_norm_backward_weight(gpu, &g, &x, &rstd, &dw, None).unwrap();
             gpu.run(&std::iter::once(&bw).chain(&bw_w).collect::<Vec<_>>()).unwrap();
             let want: Vec<f64> = if accumulate { want_dx.iter().zip(&dx0).map(|(a, b)| a + b).collect() } else { want_dx.clone() };
             c.close("rms_norm_backward", &label, &read(gpu, &dx).await, &want, BWD_ATOL, BWD_RTOL);
@@ -78,6 +91,34 @@ async fn backward(gpu: &Gpu, c: &mut Checks) {
             let want: Vec<f64> = want_dw.iter().zip(&dw0).map(|(a, b)| a + b).collect();
             c.close("rms_norm_backward_weight", &label, &read(gpu, &dw).await, &want, BWD_ATOL, BWD_RTOL);
         }
+    }
+}
+
+/// dout as three split partials (a split-K input gradient left unreduced): dx against the
+/// reference at their f32 sum, and that sum written out bit for bit as matmul_split_reduce
+/// would add it (p0 + p1 + p2, in order).
+async fn backward_unreduced(gpu: &Gpu, c: &mut Checks) {
+    let mut rng = Rng::new(13);
+    for &(rows, ch, limit) in SHAPES {
+        gpu.set_grid_limit(limit);
+        let len = rows * ch;
+        let (x, x64) = random_tensor(gpu, &mut rng, "x", &[rows, ch], -2.0, 2.0);
+        let (w, w64) = random_tensor(gpu, &mut rng, "weight", &[ch], -2.0, 2.0);
+        let parts32 = rng.vec_f32(3 * len, -1.0, 1.0);
+        let g32: Vec<f32> = (0..len).map(|i| parts32[i] + parts32[len + i] + parts32[2 * len + i]).collect();
+        let parts = gpu.tensor_from("dout partials", &[3 * len], &parts32).unwrap();
+        let (_, rstd64) = reference::rms_norm(&x64, &w64, EPS as f64);
+        let rstd = gpu.tensor_from("rstd", &[rows], &to32(&rstd64)).unwrap();
+        let rstd64 = f64s(&to32(&rstd64));
+        let (dx, dx0) = random_tensor(gpu, &mut rng, "dx", &[rows, ch], -1.0, 1.0);
+        let (sum, _) = random_tensor(gpu, &mut rng, "dout", &[rows, ch], -1.0, 1.0);
+        let dout = Unreduced { parts, splits: 3, c: sum.clone() };
+        gpu.run(&[&norm::rms_norm_backward_unreduced(gpu, &dout, &x, &w, &rstd, &dx, true).unwrap()]).unwrap();
+        let label = format!("rows={rows} C={ch}, dout in 3 partials");
+        let want: Vec<f64> = reference::rms_norm_backward(&f64s(&g32), &x64, &w64, &rstd64).iter().zip(&dx0).map(|(a, b)| a + b).collect();
+        c.close("rms_norm_backward", &label, &read(gpu, &dx).await, &want, BWD_ATOL, BWD_RTOL);
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        c.exact("rms_norm_backward", &format!("{label}: their sum"), &bits(&read(gpu, &sum).await), &bits(&g32));
     }
 }
 
@@ -102,6 +143,7 @@ pub async fn validation(gpu: &Gpu, _c: &mut Checks) {
 pub async fn run(gpu: &Gpu, c: &mut Checks) {
     forward(gpu, c).await;
     backward(gpu, c).await;
+    backward_unreduced(gpu, c).await;
 }
 
 crate::device_test!(norm_kernels_match_reference, run, checks);
