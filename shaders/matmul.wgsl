@@ -372,7 +372,9 @@ fn matmul_128(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) 
     mm_store4(o, r1 + 3u, q0, c.c70); mm_store4(o, r1 + 3u, q1, c.c71);
 }
 
-// matmul_128 for aligned products (MM_ALIGNED), storing C as vec4s.
+// matmul_128 for aligned products (MM_ALIGNED), storing C as vec4s. Its stores repeat
+// matmul_128's with the other store function: one function for both would make each entry
+// point use both declarations of binding 2, which WGSL refuses.
 @compute @workgroup_size(256)
 fn matmul_128_aligned(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>,
                       @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -392,39 +394,4 @@ fn matmul_128_aligned(@builtin(local_invocation_index) lid: u32, @builtin(workgr
     mm_store_vec4(o, r1 + 1u, q0, c.c50); mm_store_vec4(o, r1 + 1u, q1, c.c51);
     mm_store_vec4(o, r1 + 2u, q0, c.c60); mm_store_vec4(o, r1 + 2u, q1, c.c61);
     mm_store_vec4(o, r1 + 3u, q0, c.c70); mm_store_vec4(o, r1 + 3u, q1, c.c71);
-}
-
-// ---------------------------------------------------------------- split-K reduction
-// Several sums of partials in one dispatch: entry e adds its `splits` arrays of `len` floats,
-// parts[src + s * len + j] for s = 0, 1, ..., in that order, into out[dst + j] (+ out[dst + j]
-// with accumulate). Thread i serves the entry whose threads [first, first + len) hold it. One
-// entry is a split-K product's reduction; a table of them sums a Llama block's gradients.
-const MMR_ENTRIES: u32 = 16u; // REDUCE_MAX_ENTRIES in matmul.rs
-struct MatmulReduceParams {
-    entries: u32,
-    total: u32, // threads: the entries' len, summed
-    _pad0: u32,
-    _pad1: u32,
-    // entry e: table[2e] = [first, len, splits, accumulate], table[2e + 1] = [src, dst, 0, 0]
-    table: array<vec4<u32>, 32>,
-}
-
-@group(0) @binding(0) var<storage, read> mmr_parts: array<f32>;   // every entry's (splits, len) partials
-@group(0) @binding(1) var<storage, read_write> mmr_c: array<f32>; // every entry's destination
-@group(0) @binding(2) var<uniform> mmr: MatmulReduceParams;
-
-@compute @workgroup_size(64)
-fn matmul_split_reduce(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let i = linear_index(gid, nwg);
-    if (i >= mmr.total) { return; }
-    var e = 0u;
-    while (e + 1u < mmr.entries && i >= mmr.table[2u * (e + 1u)].x) { e++; }
-    let head = mmr.table[2u * e];
-    let at = mmr.table[2u * e + 1u];
-    let j = i - head.x;
-    var s = 0.0;
-    for (var p = 0u; p < head.z; p++) { s += mmr_parts[at.x + p * head.y + j]; }
-    let o = at.y + j;
-    if (head.w != 0u) { s += mmr_c[o]; }
-    mmr_c[o] = s;
 }

@@ -9,7 +9,7 @@ use crate::data::batches::Batches;
 use crate::error::{KilnError, Result};
 use crate::gpu::Gpu;
 use crate::kernels::matmul::Adapter;
-use crate::model::llama_pass::BackwardPartials;
+use crate::model::llama_pass::pending_partials;
 use crate::model::ModelConfig;
 
 /// Estimated bytes of one training run.
@@ -54,7 +54,7 @@ pub fn footprint(model: &ModelConfig, batch: usize) -> Footprint {
             let widest = n * v.max(3 * c).max(2 * f).max(if l.mixed() { c + 2 * f } else { 0 });
             // The backward's split-K partials waiting for their sums (not the shared scratch,
             // which holds one product's partials at a time: the estimate never counted it).
-            let pending = BackwardPartials::of(l, n as usize, Adapter::Gpu).pending as u64;
+            let pending = pending_partials(l, n as usize, Adapter::Gpu) as u64;
             (n * (c * 4 + v * 2) + blocks + n * (3 * c + 3 * f) + pending, widest)
         }
     };

@@ -8,8 +8,8 @@
 //! forward `MatmulDesc::new(M, N, K).trans_b()`, `dX = dY·W` is `MatmulDesc::new(M, K, N)`,
 //! and `dW += dYᵀ·X` is `MatmulDesc::new(N, K, M).trans_a().accumulate()`.
 
-use super::split_sums::PendingSums;
-use super::{expect_len, Kernel, MATMUL as F, MATMUL_B16 as MATMUL_B16_FAMILY, R, RW, U};
+use super::split_sums::{split_reduce, PendingSums};
+use super::{Kernel, MATMUL as F, MATMUL_B16 as MATMUL_B16_FAMILY, R, RW, U};
 use crate::error::{KilnError, Result};
 use crate::gpu::Tensor;
 use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
@@ -157,31 +157,6 @@ struct MatmulParams {
     split_stride: u32,
 }
 
-/// Most sums one `matmul_split_reduce` dispatch adds (MMR_ENTRIES in matmul.wgsl).
-pub const REDUCE_MAX_ENTRIES: usize = 16;
-
-/// Mirrors `MatmulReduceParams` in matmul.wgsl (528 bytes).
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct ReduceParams {
-    entries: u32,
-    total: u32,
-    _pad: [u32; 2],
-    table: [[u32; 4]; 2 * REDUCE_MAX_ENTRIES],
-}
-
-/// One sum of `matmul_split_reduce`: `splits` arrays of `len` floats at element `src` of the
-/// partials, added in order into element `dst` onwards of the output (plus its contents with
-/// `accumulate`).
-#[derive(Debug, Clone, Copy)]
-pub struct ReduceEntry {
-    pub src: usize,
-    pub len: usize,
-    pub splits: usize,
-    pub dst: usize,
-    pub accumulate: bool,
-}
-
 /// `C = alpha · op(A) · op(B) (+ C)` as one dispatch (never split along k). Lengths are checked
 /// against `desc`: with dense strides (stride = one matrix) a tensor must hold exactly `batch`
 /// matrices; with custom strides it must hold at least `(batch - 1) * stride + matrix` elements.
@@ -214,28 +189,19 @@ pub struct Unreduced {
 }
 
 /// The product `matmul_ops` would run, as one dispatch whatever its plan: a split product
-/// leaves its partials in `room` (at least `split_partials_len` floats; not the shared
-/// scratch, which the consumer's neighbours may use) for a consumer that takes an `Unreduced`
-/// (`rms_norm_backward_unreduced`). The product must not accumulate.
-pub fn matmul_unreduced(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, desc: MatmulDesc, room: &Tensor) -> Result<(Op, Unreduced)> {
-    validate(gpu, a, b, c, &desc)?;
+/// leaves its partials in the shared scratch for a consumer that takes an `Unreduced`
+/// (`rms_norm_backward_unreduced`, `rms_norm_residual_unreduced`), which must be the next
+/// dispatch to use the scratch. The product must not accumulate.
+pub fn matmul_unreduced(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, desc: MatmulDesc) -> Result<(Op, Unreduced)> {
     if desc.accumulate {
         return Err(KilnError::invalid("accumulate", "an unreduced product cannot accumulate into C"));
     }
-    let (tile, splits, k_chunk) = plan(&desc, true, Adapter::of(gpu));
-    if splits == 1 {
-        let op = product(gpu, a, b, c, &desc, tile, 1, desc.k)?;
-        return Ok((op, Unreduced { parts: c.clone(), splits: 1, c: c.clone() }));
+    let p = Planned::new(gpu, a, b, c, desc)?;
+    if p.splits == 1 {
+        return Ok((p.whole(gpu, a, b, c)?, Unreduced { parts: c.clone(), splits: 1, c: c.clone() }));
     }
-    let len = desc.m * desc.n;
-    if room.len() < splits * len {
-        return Err(KilnError::invalid(room.name(), format!("{splits} partial products of {len} need {} floats, found {}", splits * len, room.len())));
-    }
-    let parts = room.view(&format!("{} partials", c.name()), 0, vec![splits * len]);
-    let mut part_desc = desc;
-    part_desc.stride_c = len;
-    let op = product(gpu, a, b, &parts, &part_desc, tile, splits, k_chunk)?;
-    Ok((op, Unreduced { parts, splits, c: c.clone() }))
+    let parts = gpu.scratch("matmul split-K partials", p.partials_len())?;
+    Ok((p.partials(gpu, a, b, &parts)?, Unreduced { parts, splits: p.splits, c: c.clone() }))
 }
 
 /// Floats of partials `matmul_ops` writes for this product on `adapter` (0 when it does not
@@ -249,49 +215,50 @@ pub fn split_partials_len(adapter: Adapter, desc: &MatmulDesc) -> usize {
     }
 }
 
+/// A checked product and its plan (which may split it along k).
+struct Planned {
+    desc: MatmulDesc,
+    tile: usize,
+    splits: usize,
+    k_chunk: usize,
+}
+
+impl Planned {
+    fn new(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, desc: MatmulDesc) -> Result<Planned> {
+        validate(gpu, a, b, c, &desc)?;
+        let (tile, splits, k_chunk) = plan(&desc, true, Adapter::of(gpu));
+        Ok(Planned { desc, tile, splits, k_chunk })
+    }
+
+    /// Floats of the (splits, m, n) partials.
+    fn partials_len(&self) -> usize {
+        self.splits * self.desc.m * self.desc.n
+    }
+
+    /// The unsplit product into C.
+    fn whole(&self, gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor) -> Result<Op> {
+        product(gpu, a, b, c, &self.desc, self.tile, 1, self.desc.k)
+    }
+
+    /// The split product into `parts` (split s at s·m·n, never accumulating).
+    fn partials(&self, gpu: &Gpu, a: &Tensor, b: &Tensor, parts: &Tensor) -> Result<Op> {
+        let mut d = self.desc;
+        d.accumulate = false;
+        d.stride_c = d.m * d.n;
+        product(gpu, a, b, parts, &d, self.tile, self.splits, self.k_chunk)
+    }
+}
+
 fn split_product(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, desc: MatmulDesc, pending: Option<&mut PendingSums>) -> Result<Vec<Op>> {
-    validate(gpu, a, b, c, &desc)?;
-    let d = desc;
-    let (tile, splits, k_chunk) = plan(&d, true, Adapter::of(gpu));
-    if splits == 1 {
-        return Ok(vec![product(gpu, a, b, c, &d, tile, 1, d.k)?]);
+    let p = Planned::new(gpu, a, b, c, desc)?;
+    if p.splits == 1 {
+        return Ok(vec![p.whole(gpu, a, b, c)?]);
     }
-    let len = d.m * d.n;
-    let mut part_desc = d;
-    part_desc.accumulate = false;
-    part_desc.stride_c = len;
-    if let Some(parts) = pending.and_then(|p| p.defer(c, splits, d.accumulate)) {
-        return Ok(vec![product(gpu, a, b, &parts, &part_desc, tile, splits, k_chunk)?]);
+    if let Some(parts) = pending.and_then(|q| q.defer(c, p.splits, desc.accumulate)) {
+        return Ok(vec![p.partials(gpu, a, b, &parts)?]);
     }
-    let parts = gpu.scratch("matmul split-K partials", splits * len)?;
-    let first = product(gpu, a, b, &parts, &part_desc, tile, splits, k_chunk)?;
-    Ok(vec![first, split_reduce(gpu, &parts, c, splits, d.accumulate)?])
-}
-
-/// `out` (len) = Σ_s parts[s · len ..][..len] in order (+ out's contents with `accumulate`):
-/// the reduction of split-K products, also used for other sums split into partials.
-pub fn split_reduce(gpu: &Gpu, parts: &Tensor, out: &Tensor, splits: usize, accumulate: bool) -> Result<Op> {
-    let len = out.len();
-    expect_len(parts, splits * len, "split partials (splits, len)")?;
-    reduce_op(gpu, parts, out, &[ReduceEntry { src: 0, len, splits, dst: 0, accumulate }])
-}
-
-/// One `matmul_split_reduce` dispatch adding every entry's partials (in `parts`) into `out`.
-pub fn reduce_op(gpu: &Gpu, parts: &Tensor, out: &Tensor, entries: &[ReduceEntry]) -> Result<Op> {
-    if entries.is_empty() || entries.len() > REDUCE_MAX_ENTRIES {
-        return Err(KilnError::invalid("entries", format!("a reduction takes 1 to {REDUCE_MAX_ENTRIES} sums, got {}", entries.len())));
-    }
-    let mut params = ReduceParams { entries: entries.len() as u32, total: 0, _pad: [0; 2], table: [[0; 4]; 2 * REDUCE_MAX_ENTRIES] };
-    for (i, e) in entries.iter().enumerate() {
-        if e.src + e.splits * e.len > parts.len() || e.dst + e.len > out.len() {
-            return Err(KilnError::invalid("entries", format!("sum {i} ({e:?}) reaches past its partials ({}) or its output ({})", parts.len(), out.len())));
-        }
-        params.table[2 * i] = [params.total, e.len as u32, e.splits as u32, u32::from(e.accumulate)];
-        params.table[2 * i + 1] = [e.src as u32, e.dst as u32, 0, 0];
-        params.total += e.len as u32;
-    }
-    let uniform = gpu.uniform("split reduce params", &params);
-    gpu.op(&MATMUL_SPLIT_REDUCE, &[T(parts), T(out), Uni(&uniform)], gpu.grid(super::groups_1d(params.total as usize)))
+    let parts = gpu.scratch("matmul split-K partials", p.partials_len())?;
+    Ok(vec![p.partials(gpu, a, b, &parts)?, split_reduce(gpu, &parts, c, p.splits, desc.accumulate)?])
 }
 
 fn validate(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, d: &MatmulDesc) -> Result<()> {

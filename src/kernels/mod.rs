@@ -59,7 +59,7 @@ macro_rules! families {
 
 families! {
     ELEMENTWISE => "elementwise",
-    MATMUL => "matmul" + "matmul_small",
+    MATMUL => "matmul" + "matmul_small" + "matmul_reduce",
     NORM => "norm",
     SOFTMAX => "softmax",
     LOSS => "loss",

@@ -4,8 +4,8 @@
 //!
 //! Shapes come from lengths: C = weight.len(), rows = x.len() / C.
 
-use super::matmul::{split_reduce, Unreduced};
-use super::split_sums::PendingSums;
+use super::matmul::Unreduced;
+use super::split_sums::{split_reduce, PendingSums};
 use super::{expect_len, Kernel, NORM as F, R, RW, U};
 use crate::error::{KilnError, Result};
 use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
@@ -51,8 +51,9 @@ fn check_eps(eps: f32) -> Result<()> {
     }
 }
 
-fn params(gpu: &Gpu, c: usize, rows: usize, eps: f32, accumulate: bool) -> Uniform {
-    let p = NormParams { cols: c as u32, rows: rows as u32, eps, accumulate: accumulate as u32, splits: 1, _pad: [0; 3] };
+/// The kernels' params; `splits` > 1 only for an unreduced input.
+fn params(gpu: &Gpu, c: usize, rows: usize, eps: f32, accumulate: bool, splits: usize) -> Uniform {
+    let p = NormParams { cols: c as u32, rows: rows as u32, eps, accumulate: accumulate as u32, splits: splits as u32, _pad: [0; 3] };
     gpu.uniform("norm params", &p)
 }
 
@@ -62,7 +63,7 @@ pub fn rms_norm(gpu: &Gpu, x: &Tensor, weight: &Tensor, out: &Tensor, rstd: &Ten
     check_eps(eps)?;
     expect_len(out, x.len(), "rms_norm output")?;
     expect_len(rstd, rows, "rms_norm rstd (one per row)")?;
-    let p = params(gpu, c, rows, eps, false);
+    let p = params(gpu, c, rows, eps, false, 1);
     gpu.op(&RMS_NORM, &[T(x), T(weight), T(out), T(rstd), Uni(&p)], gpu.grid(rows as u32))
 }
 
@@ -95,8 +96,7 @@ pub fn rms_norm_residual_unreduced(
     expect_len(sum, x.len(), "rms_norm_residual sum")?;
     expect_len(out, x.len(), "rms_norm_residual output")?;
     expect_len(rstd, rows, "rms_norm_residual rstd (one per row)")?;
-    let p = NormParams { cols: c as u32, rows: rows as u32, eps, accumulate: 0, splits: residual.splits as u32, _pad: [0; 3] };
-    let p = gpu.uniform("norm params", &p);
+    let p = params(gpu, c, rows, eps, false, residual.splits);
     let args = [T(x), T(&residual.parts), T(weight), T(sum), T(out), T(rstd), Uni(&p)];
     gpu.op(&RMS_NORM_RESIDUAL, &args, gpu.grid(rows as u32))
 }
@@ -117,8 +117,7 @@ pub fn rms_norm_backward_unreduced(gpu: &Gpu, dout: &Unreduced, x: &Tensor, weig
     expect_len(&dout.parts, dout.splits * x.len(), "rms_norm_backward dout partials (splits, rows, C)")?;
     expect_len(rstd, rows, "rms_norm_backward rstd (one per row)")?;
     expect_len(dx, x.len(), "rms_norm_backward dx")?;
-    let p = NormParams { cols: c as u32, rows: rows as u32, eps: 0.0, accumulate: accumulate as u32, splits: dout.splits as u32, _pad: [0; 3] };
-    let p = gpu.uniform("norm params", &p);
+    let p = params(gpu, c, rows, 0.0, accumulate, dout.splits);
     let sum = if dout.splits > 1 { dout.c.clone() } else { gpu.placeholder()? };
     let args = [T(&dout.parts), T(x), T(weight), T(rstd), T(dx), Uni(&p), T(&sum)];
     gpu.op(&RMS_NORM_BACKWARD, &args, gpu.grid(rows as u32))
@@ -136,10 +135,10 @@ pub fn rms_norm_backward_weight(gpu: &Gpu, dout: &Tensor, x: &Tensor, rstd: &Ten
     let [gx, gy, _] = gpu.grid(c.div_ceil(WEIGHT_COLS_PER_GROUP) as u32);
     let chunks = weight_row_chunks(c, rows);
     if chunks == 1 {
-        let p = params(gpu, c, rows, 0.0, true);
+        let p = params(gpu, c, rows, 0.0, true, 1);
         return Ok(vec![gpu.op(&RMS_NORM_BACKWARD_WEIGHT, &[T(dout), T(x), T(rstd), T(dweight), Uni(&p)], [gx, gy, 1])?]);
     }
-    let p = params(gpu, c, rows, 0.0, false);
+    let p = params(gpu, c, rows, 0.0, false, 1);
     let partial = |parts: &Tensor| gpu.op(&RMS_NORM_BACKWARD_WEIGHT, &[T(dout), T(x), T(rstd), T(parts), Uni(&p)], [gx, gy, chunks as u32]);
     if let Some(parts) = pending.and_then(|q| q.defer(dweight, chunks, true)) {
         return Ok(vec![partial(&parts)?]);

@@ -1,4 +1,5 @@
-//! Sums of partials that wait for one dispatch: a split-K weight gradient or a row-chunked
+//! Sums of partials (`matmul_split_reduce`): `split_reduce` adds one split product's, and
+//! `PendingSums` lets several wait for one dispatch: a split-K weight gradient or a row-chunked
 //! norm-weight gradient writes its partial sums into a `PendingSums` arena instead of the
 //! shared scratch, and `flush` adds every waiting sum into its destination with one
 //! `matmul_split_reduce` over a table of them. A Llama block's six gradient sums (four weight
@@ -7,9 +8,61 @@
 //! Why an arena and not the shared scratch: sums wait there while other products (which use
 //! the scratch) run, so each needs its own range until the flush.
 
-use super::matmul::{reduce_op, ReduceEntry, REDUCE_MAX_ENTRIES};
-use crate::error::Result;
-use crate::gpu::{Gpu, Op, Tensor};
+use super::expect_len;
+use super::matmul::MATMUL_SPLIT_REDUCE;
+use crate::error::{KilnError, Result};
+use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op, Tensor};
+
+/// Most sums one `matmul_split_reduce` dispatch adds (its table in matmul_reduce.wgsl holds 2 × 16 rows).
+const REDUCE_MAX_ENTRIES: usize = 16;
+
+/// Mirrors `MatmulReduceParams` in matmul_reduce.wgsl (528 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct ReduceParams {
+    entries: u32,
+    total: u32,
+    _pad: [u32; 2],
+    table: [[u32; 4]; 2 * REDUCE_MAX_ENTRIES],
+}
+
+/// One sum of `matmul_split_reduce`: `splits` arrays of `len` floats at element `src` of the
+/// partials, added in order into element `dst` onwards of the output (plus its contents with
+/// `accumulate`).
+#[derive(Debug, Clone, Copy)]
+struct ReduceEntry {
+    src: usize,
+    len: usize,
+    splits: usize,
+    dst: usize,
+    accumulate: bool,
+}
+
+/// `out` (len) = Σ_s parts[s · len ..][..len] in order (+ out's contents with `accumulate`):
+/// the reduction of split-K products, also used for other sums split into partials.
+pub fn split_reduce(gpu: &Gpu, parts: &Tensor, out: &Tensor, splits: usize, accumulate: bool) -> Result<Op> {
+    let len = out.len();
+    expect_len(parts, splits * len, "split partials (splits, len)")?;
+    reduce_op(gpu, parts, out, &[ReduceEntry { src: 0, len, splits, dst: 0, accumulate }])
+}
+
+/// One `matmul_split_reduce` dispatch adding every entry's partials (in `parts`) into `out`.
+fn reduce_op(gpu: &Gpu, parts: &Tensor, out: &Tensor, entries: &[ReduceEntry]) -> Result<Op> {
+    if entries.is_empty() || entries.len() > REDUCE_MAX_ENTRIES {
+        return Err(KilnError::invalid("entries", format!("a reduction takes 1 to {REDUCE_MAX_ENTRIES} sums, got {}", entries.len())));
+    }
+    let mut params = ReduceParams { entries: entries.len() as u32, total: 0, _pad: [0; 2], table: [[0; 4]; 2 * REDUCE_MAX_ENTRIES] };
+    for (i, e) in entries.iter().enumerate() {
+        if e.src + e.splits * e.len > parts.len() || e.dst + e.len > out.len() {
+            return Err(KilnError::invalid("entries", format!("sum {i} ({e:?}) reaches past its partials ({}) or its output ({})", parts.len(), out.len())));
+        }
+        params.table[2 * i] = [params.total, e.len as u32, e.splits as u32, u32::from(e.accumulate)];
+        params.table[2 * i + 1] = [e.src as u32, e.dst as u32, 0, 0];
+        params.total += e.len as u32;
+    }
+    let uniform = gpu.uniform("split reduce params", &params);
+    gpu.op(&MATMUL_SPLIT_REDUCE, &[T(parts), T(out), Uni(&uniform)], gpu.grid(super::groups_1d(params.total as usize)))
+}
 
 /// Partial sums waiting to be added, and the buffer they wait in.
 pub struct PendingSums {

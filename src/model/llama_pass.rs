@@ -14,7 +14,7 @@ use crate::kernels::elementwise::{silu_gate, silu_gate_backward};
 use crate::kernels::embedding::{embedding_backward, embedding_forward};
 use crate::kernels::matmul::{matmul_ops, matmul_ops_pending, matmul_unreduced, split_partials_len, Adapter, MatmulDesc, Unreduced};
 use crate::kernels::norm::{
-    rms_norm, rms_norm_backward, rms_norm_backward_unreduced, rms_norm_backward_weight, rms_norm_residual, rms_norm_residual_unreduced, weight_partials_len,
+    rms_norm, rms_norm_backward_unreduced, rms_norm_backward_weight, rms_norm_residual, rms_norm_residual_unreduced, weight_partials_len,
 };
 use crate::kernels::quant::fp32_to_fp16;
 use crate::kernels::rope::{rope, rope_backward, RopeConfig};
@@ -39,26 +39,6 @@ fn linear(gpu: &Gpu, w: &Linear, x: &Tensor, y: &Tensor, (rows, out, inp): (usiz
     matmul_ops(gpu, x, &w, y, desc)
 }
 
-/// dW (out, in) += dyᵀ·x (its sum waiting in `pending`) and dx (rows, in) = dy·W left
-/// unreduced (its partials in `room`) for `rms_norm_backward_unreduced`.
-#[allow(clippy::too_many_arguments)]
-fn linear_backward_unreduced(
-    gpu: &Gpu,
-    w: &Linear,
-    x: &Tensor,
-    dy: &Tensor,
-    dx: &Tensor,
-    (rows, out, inp): (usize, usize, usize),
-    pending: &mut PendingSums,
-    room: &Tensor,
-) -> Result<(Vec<Op>, Unreduced)> {
-    let mut ops = matmul_ops_pending(gpu, dy, x, &w.grad, weight_grad(rows, out, inp), pending)?;
-    let (w, desc) = weight(w, input_grad(rows, out, inp));
-    let (op, dx) = matmul_unreduced(gpu, dy, &w, dx, desc, room)?;
-    ops.push(op);
-    Ok((ops, dx))
-}
-
 /// The product dx (rows, in) = dy·W.
 fn input_grad(rows: usize, out: usize, inp: usize) -> MatmulDesc {
     MatmulDesc::new(rows, inp, out)
@@ -69,21 +49,36 @@ fn weight_grad(rows: usize, out: usize, inp: usize) -> MatmulDesc {
     MatmulDesc::new(out, inp, rows).trans_a().accumulate()
 }
 
-/// dW (out, in) += dyᵀ·x and dx (rows, in) = dy·W. dW has few output tiles and k = rows: it
-/// is split along k when that helps, its partials summed at `pending`'s next flush.
-fn linear_backward(
+/// dW (out, in) += dyᵀ·x. dW has few output tiles and k = rows: it is split along k when that
+/// helps, its partials summed at `pending`'s next flush.
+fn weight_grad_ops(gpu: &Gpu, w: &Linear, x: &Tensor, dy: &Tensor, (rows, out, inp): (usize, usize, usize), pending: &mut PendingSums) -> Result<Vec<Op>> {
+    matmul_ops_pending(gpu, dy, x, &w.grad, weight_grad(rows, out, inp), pending)
+}
+
+/// dW (out, in) += dyᵀ·x and dx (rows, in) = dy·W.
+fn linear_backward(gpu: &Gpu, w: &Linear, x: &Tensor, dy: &Tensor, dx: &Tensor, dims: (usize, usize, usize), pending: &mut PendingSums) -> Result<Vec<Op>> {
+    let mut ops = weight_grad_ops(gpu, w, x, dy, dims, pending)?;
+    let (w, desc) = weight(w, input_grad(dims.0, dims.1, dims.2));
+    ops.extend(matmul_ops(gpu, dy, &w, dx, desc)?);
+    Ok(ops)
+}
+
+/// `linear_backward` with dx left unreduced for `rms_norm_backward_unreduced`, which must
+/// follow it.
+fn linear_backward_unreduced(
     gpu: &Gpu,
     w: &Linear,
     x: &Tensor,
     dy: &Tensor,
     dx: &Tensor,
-    (rows, out, inp): (usize, usize, usize),
+    dims: (usize, usize, usize),
     pending: &mut PendingSums,
-) -> Result<Vec<Op>> {
-    let mut ops = matmul_ops_pending(gpu, dy, x, &w.grad, weight_grad(rows, out, inp), pending)?;
-    let (w, desc) = weight(w, input_grad(rows, out, inp));
-    ops.extend(matmul_ops(gpu, dy, &w, dx, desc)?);
-    Ok(ops)
+) -> Result<(Vec<Op>, Unreduced)> {
+    let mut ops = weight_grad_ops(gpu, w, x, dy, dims, pending)?;
+    let (w, desc) = weight(w, input_grad(dims.0, dims.1, dims.2));
+    let (op, dx) = matmul_unreduced(gpu, dy, &w, dx, desc)?;
+    ops.push(op);
+    Ok((ops, dx))
 }
 
 impl LlamaConfig {
@@ -134,8 +129,7 @@ impl LlamaConfig {
             fwd.push(silu_gate(gpu, &b.up_gate, &b.g, f)?);
             // down's split partials wait in the shared scratch for the residual norm to add.
             let (w_down, desc) = weight(&p.linear(&name("down")), MatmulDesc::new(n, c, f).trans_b());
-            let room = gpu.scratch("down partials", split_partials_len(Adapter::of(gpu), &desc).max(1))?;
-            let (op, down) = matmul_unreduced(gpu, &b.g, &w_down, &b.down, desc, &room)?;
+            let (op, down) = matmul_unreduced(gpu, &b.g, &w_down, &b.down, desc)?;
             fwd.push(op);
             if let Some(s) = &stash {
                 fwd.extend(acts.stash_ops(gpu, s, Part::Mlp)?);
@@ -211,14 +205,11 @@ fn backward(
     let conv_shape = ConvShape::causal_tokens(dims.batch, dims.seq, c);
 
     // Each block's gradient sums (and, with the last block's, the head's) are one dispatch.
-    let partials = BackwardPartials::of(cfg, n, Adapter::of(gpu));
-    let mut pending = PendingSums::new(gpu, partials.pending)?;
-    // (splits, N, C) the partials of dn's split products, which rms_norm_backward adds right
-    // after them: the shared scratch serves, as nothing else uses it in between (the norm
-    // weight's own partials, should they not fit `pending`, come after rms_norm_backward).
-    let room = gpu.scratch("dn partials", partials.dn.max(1))?;
-    let mut ops = linear_backward(gpu, &p.linear("lm_head"), n_final, &net.d_output, &dn, (n, v, c), &mut pending)?;
-    ops.push(rms_norm_backward(gpu, &dn, x_final, &p.weight("final_norm"), rstd_final, &dx, false)?);
+    let mut pending = PendingSums::new(gpu, pending_partials(cfg, n, Adapter::of(gpu)))?;
+    // dn's products leave their split partials (in the shared scratch) for rms_norm_backward to
+    // add; it writes dn out for the norm weight's gradient.
+    let (mut ops, dn_parts) = linear_backward_unreduced(gpu, &p.linear("lm_head"), n_final, &net.d_output, &dn, (n, v, c), &mut pending)?;
+    ops.push(rms_norm_backward_unreduced(gpu, &dn_parts, x_final, &p.weight("final_norm"), rstd_final, &dx, false)?);
     ops.extend(rms_norm_backward_weight(gpu, &dn, x_final, rstd_final, &p.grad("final_norm"), Some(&mut pending))?);
     let eps = cfg.norm_eps;
     for (l, (b, stash)) in blocks.iter().enumerate().rev() {
@@ -233,7 +224,7 @@ fn backward(
         ops.extend(linear_backward(gpu, &p.linear(&name("down")), &b.g, &dx, &dg, (n, c, f), &mut pending)?);
         ops.push(silu_gate_backward(gpu, &b.up_gate, &dg, &dup_gate, f)?);
         // One product each for d[up; gate] and dn (its k runs over both halves).
-        let (step, dn_parts) = linear_backward_unreduced(gpu, &p.joined(&name("up")), &b.n2, &dup_gate, &dn, (n, 2 * f, c), &mut pending, &room)?;
+        let (step, dn_parts) = linear_backward_unreduced(gpu, &p.joined(&name("up")), &b.n2, &dup_gate, &dn, (n, 2 * f, c), &mut pending)?;
         ops.extend(step);
         ops.push(rms_norm_backward_unreduced(gpu, &dn_parts, &b.x1, &p.weight(&name("mlp_norm")), &b.rstd2, &dx, true)?);
         ops.extend(rms_norm_backward_weight(gpu, &dn, &b.x1, &b.rstd2, &p.grad(&name("mlp_norm")), Some(&mut pending))?);
@@ -257,7 +248,7 @@ fn backward(
             ops.push(conv1d_backward_input(gpu, dconv, &p.weight(&name("conv")), &dn, conv_shape)?);
             Unreduced { parts: dn.clone(), splits: 1, c: dn.clone() }
         } else {
-            let (step, dn_parts) = linear_backward_unreduced(gpu, &qkv, &b.qkv_in, &dqkv, &dn, (n, 3 * c, c), &mut pending, &room)?;
+            let (step, dn_parts) = linear_backward_unreduced(gpu, &qkv, &b.qkv_in, &dqkv, &dn, (n, 3 * c, c), &mut pending)?;
             ops.extend(step);
             dn_parts
         };
@@ -269,22 +260,12 @@ fn backward(
     Ok(ops)
 }
 
-/// Floats of split-K partials the backward holds (the fit check counts them too).
-pub struct BackwardPartials {
-    /// What waits in the `PendingSums` at once: a block's four weight gradients and two norm
-    /// weights, plus the head's and the final norm's with the last block.
-    pub pending: usize,
-    /// The largest split of dn that `rms_norm_backward` adds itself (in the shared scratch).
-    pub dn: usize,
-}
-
-impl BackwardPartials {
-    pub fn of(cfg: &LlamaConfig, n: usize, adapter: Adapter) -> BackwardPartials {
-        let (c, f) = (cfg.d_model, cfg.hidden);
-        let dw = |out, inp| split_partials_len(adapter, &weight_grad(n, out, inp));
-        let norm = weight_partials_len(c, n);
-        let pending = dw(3 * c, c) + dw(c, c) + dw(2 * f, c) + dw(c, f) + 2 * norm + dw(cfg.vocab, c) + norm;
-        let dn = [2 * f, 3 * c].map(|out| split_partials_len(adapter, &input_grad(n, out, c))).into_iter().max().unwrap_or(0);
-        BackwardPartials { pending, dn }
-    }
+/// Floats of partials that wait in the backward's `PendingSums` at once (the fit check counts
+/// them too): a block's four weight gradients and two norm weights, plus the head's and the
+/// final norm's with the last block.
+pub fn pending_partials(cfg: &LlamaConfig, n: usize, adapter: Adapter) -> usize {
+    let (c, f) = (cfg.d_model, cfg.hidden);
+    let dw = |out, inp| split_partials_len(adapter, &weight_grad(n, out, inp));
+    let norm = weight_partials_len(c, n);
+    dw(3 * c, c) + dw(c, c) + dw(2 * f, c) + dw(c, f) + 2 * norm + dw(cfg.vocab, c) + norm
 }

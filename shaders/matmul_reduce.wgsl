@@ -1,0 +1,35 @@
+// matmul_reduce.wgsl — the split-K reduction (part of the matmul family, after matmul.wgsl and
+// matmul_small.wgsl; not in the packed-f16 family, which needs no copy of it).
+// Several sums of partials in one dispatch: entry e adds its `splits` arrays of `len` floats,
+// parts[src + s * len + j] for s = 0, 1, ..., in that order, into out[dst + j] (+ out[dst + j]
+// with accumulate). Thread i serves the entry whose threads [first, first + len) hold it. One
+// entry is a split-K product's reduction; a table of them sums a Llama block's gradients.
+struct MatmulReduceParams {
+    entries: u32,
+    total: u32, // threads: the entries' len, summed
+    _pad0: u32,
+    _pad1: u32,
+    // entry e < 16 (REDUCE_MAX_ENTRIES in split_sums.rs): table[2e] = [first, len, splits,
+    // accumulate], table[2e + 1] = [src, dst, 0, 0]
+    table: array<vec4<u32>, 32>,
+}
+
+@group(0) @binding(0) var<storage, read> mmr_parts: array<f32>;   // every entry's (splits, len) partials
+@group(0) @binding(1) var<storage, read_write> mmr_c: array<f32>; // every entry's destination
+@group(0) @binding(2) var<uniform> mmr: MatmulReduceParams;
+
+@compute @workgroup_size(64)
+fn matmul_split_reduce(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_index(gid, nwg);
+    if (i >= mmr.total) { return; }
+    var e = 0u;
+    while (e + 1u < mmr.entries && i >= mmr.table[2u * (e + 1u)].x) { e++; }
+    let head = mmr.table[2u * e];
+    let at = mmr.table[2u * e + 1u];
+    let j = i - head.x;
+    var s = 0.0;
+    for (var p = 0u; p < head.z; p++) { s += mmr_parts[at.x + p * head.y + j]; }
+    let o = at.y + j;
+    if (head.w != 0u) { s += mmr_c[o]; }
+    mmr_c[o] = s;
+}
