@@ -18,7 +18,7 @@ struct AttnParams {
     heads: u32,
     head_dim: u32, // <= 128 (the host rejects larger)
     scale: f32,    // 1 / sqrt(head_dim)
-    _pad0: u32,
+    rope_theta: f32, // backward: > 0 when the forward's q and k were rotated by RoPE with this theta
     _pad1: u32,
     _pad2: u32,
 }
@@ -145,7 +145,8 @@ fn attention_forward(@builtin(local_invocation_index) lid: u32, @builtin(workgro
 // ---------------------------------------------------------------- backward dq, dk, dv
 // With dP_ij = dout_i·v_j and dS_ij = P_ij (dP_ij - delta_i):
 //   dq_i = scale Σ_{j<=i} dS_ij k_j,  dk_j = scale Σ_{i>=j} dS_ij q_i,  dv_j = Σ_{i>=j} P_ij dout_i.
-// Both kernels write (never accumulate) their slots of dqkv: dq the q slots, dkv the k and v slots.
+// Both kernels write (never accumulate) their slots of dqkv: dq the q slots, dkv the k and v slots
+// (dq and dk un-rotated by RoPE's backward when the forward's q and k were rotated).
 // The dq kernels also compute delta_i = Σ_d dout_i·out_i (the row term of the softmax backward)
 // for their queries and write it for dkv, which runs after them.
 // binding 0 is att_qkv (B, T, 3C), shared with the forward (att_qkv4 reads it)
@@ -157,6 +158,23 @@ fn attention_forward(@builtin(local_invocation_index) lid: u32, @builtin(workgro
 // The dq kernels' own view of delta (they write it) and the forward's output.
 @group(0) @binding(3) var<storage, read_write> attq_delta: array<f32>; // (B, H, T)
 @group(0) @binding(6) var<storage, read> attq_out: array<f32>;         // (B, T, C)
+
+// RoPE's backward (the rotation by -angle) on the head vector at attb_dqkv[base..base + hd],
+// which this thread has just stored, at sequence position `pos`: dq or dk becomes the gradient
+// of q or k before their rotation (no rope_backward dispatch). Nothing when rope_theta = 0.
+fn attb_unrope(base: u32, hd: u32, pos: u32) {
+    if (attb_p.rope_theta == 0.0) { return; }
+    let half = hd / 2u;
+    for (var i = 0u; i < half; i++) {
+        let sc = rope_sin_cos(f32(pos), i, hd, attb_p.rope_theta);
+        let s = -sc.x;
+        let c = sc.y;
+        let v1 = attb_dqkv[base + i];
+        let v2 = attb_dqkv[base + i + half];
+        attb_dqkv[base + i] = v1 * c - v2 * s;
+        attb_dqkv[base + i + half] = v1 * s + v2 * c;
+    }
+}
 
 fn attb_dout4(base: u32, c: u32, hd: u32) -> vec4<f32> {
     var v = vec4<f32>(0.0);
@@ -225,6 +243,7 @@ fn attention_backward_dq(@builtin(local_invocation_index) lid: u32, @builtin(wor
     if (!live) { return; }
     let base = (tok0 + t) * 3u * c + head;
     for (var d = 0u; d < hd; d++) { attb_dqkv[base + d] = attb_p.scale * dq[d / 4u][d % 4u]; }
+    attb_unrope(base, hd, t);
 }
 
 @compute @workgroup_size(64)
@@ -297,4 +316,5 @@ fn attention_backward_dkv(@builtin(local_invocation_index) lid: u32, @builtin(wo
         attb_dqkv[base + c + d] = attb_p.scale * dk[d / 4u][d % 4u];
         attb_dqkv[base + 2u * c + d] = dv[d / 4u][d % 4u];
     }
+    attb_unrope(base + c, hd, j);
 }

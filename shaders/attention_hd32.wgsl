@@ -70,13 +70,40 @@ fn attention_forward_hd32(@builtin(local_invocation_index) lid: u32, @builtin(wo
     att_lse[(blk.b * att_p.heads + blk.h) * seq + t] = m + log(l);
 }
 
-// Writes scale · v to dqkv[base + 4x ..], the components below head_dim.
+// Writes v to dqkv[base + 4x ..], the components below head_dim.
 fn attb_store4(base: u32, x: u32, hd: u32, v: vec4<f32>) {
     let d = x * 4u;
     if (d < hd) { attb_dqkv[base + d] = v.x; }
     if (d + 1u < hd) { attb_dqkv[base + d + 1u] = v.y; }
     if (d + 2u < hd) { attb_dqkv[base + d + 2u] = v.z; }
     if (d + 3u < hd) { attb_dqkv[base + d + 3u] = v.w; }
+}
+
+// Whether RoPE's backward can run on the head vector in registers: the forward rotated q and k,
+// and the head fills all 4·ATT_S4 floats, so pair i (of i, i + hd/2) sits at component i % 4
+// of vec4s i / 4 and i / 4 + ATT_S4 / 2, constant indices. Other widths rotate in memory after
+// the store (attb_unrope), which costs a round trip through memory.
+fn attb_rope_in_registers_hd32(hd: u32) -> bool {
+    return attb_p.rope_theta != 0.0 && hd == 4u * ATT_S4;
+}
+
+// RoPE's backward (the rotation by -angle, as attb_unrope) on a head vector in registers at
+// sequence position `pos`.
+fn attb_unrope_registers_hd32(v: ptr<function, array<vec4<f32>, ATT_S4>>, pos: u32) {
+    const half4 = ATT_S4 / 2u;
+    for (var x = 0u; x < half4; x++) {
+        var s = vec4<f32>(0.0);
+        var c = vec4<f32>(0.0);
+        for (var e = 0u; e < 4u; e++) {
+            let sc = rope_sin_cos(f32(pos), 4u * x + e, 4u * ATT_S4, attb_p.rope_theta);
+            s[e] = -sc.x;
+            c[e] = sc.y;
+        }
+        let lo = (*v)[x];
+        let hi = (*v)[x + half4];
+        (*v)[x] = lo * c - hi * s;
+        (*v)[x + half4] = lo * s + hi * c;
+    }
 }
 
 @compute @workgroup_size(64)
@@ -132,7 +159,11 @@ fn attention_backward_dq_hd32(@builtin(local_invocation_index) lid: u32, @builti
     }
     if (!live) { return; }
     let base = (tok0 + t) * 3u * c + head;
-    for (var x = 0u; x < ATT_S4; x++) { attb_store4(base, x, hd, attb_p.scale * dq[x]); }
+    for (var x = 0u; x < ATT_S4; x++) { dq[x] *= attb_p.scale; }
+    let in_registers = attb_rope_in_registers_hd32(hd);
+    if (in_registers) { attb_unrope_registers_hd32(&dq, t); }
+    for (var x = 0u; x < ATT_S4; x++) { attb_store4(base, x, hd, dq[x]); }
+    if (!in_registers) { attb_unrope(base, hd, t); }
 }
 
 @compute @workgroup_size(64)
@@ -203,8 +234,12 @@ fn attention_backward_dkv_hd32(@builtin(local_invocation_index) lid: u32, @built
     }
     if (!live) { return; }
     let base = (tok0 + j) * 3u * c + head;
+    for (var x = 0u; x < ATT_S4; x++) { dk[x] *= attb_p.scale; }
+    let in_registers = attb_rope_in_registers_hd32(hd);
+    if (in_registers) { attb_unrope_registers_hd32(&dk, j); }
     for (var x = 0u; x < ATT_S4; x++) {
-        attb_store4(base + c, x, hd, attb_p.scale * dk[x]);
+        attb_store4(base + c, x, hd, dk[x]);
         attb_store4(base + 2u * c, x, hd, dv[x]);
     }
+    if (!in_registers) { attb_unrope(base + c, hd, j); }
 }

@@ -7,9 +7,9 @@ struct NormParams {
     cols: u32,       // C, channels per row
     rows: u32,       // rows = B*T
     eps: f32,
-    accumulate: u32, // 1 = out += result, 0 = out = result (rms_norm_backward's dx, rms_norm_backward_weight's dweight)
+    accumulate: u32, // rms_norm_backward's dx: 1 = dx += result, 0 = dx = result
     splits: u32,     // rms_norm_backward: dout arrives as this many partial arrays (1: dout itself)
-    _pad0: u32,
+    weight_chunks: u32, // rms_norm_backward: row chunks of dweight (1: accumulated into dweight)
     _pad1: u32,
     _pad2: u32,
 };
@@ -81,17 +81,19 @@ fn rms_norm_residual(@builtin(local_invocation_index) lid: u32, @builtin(workgro
     }
 }
 
-// ---- rms_norm_backward: dx = rstd·w·g − x · rstd³/C · Σ_j w_j g_j x_j (per row) ----
-// g = dout may arrive unreduced: the `splits` partial products of a split-K input gradient,
-// which this kernel adds in split order (as matmul_split_reduce would, so the bits are the
-// same) and writes out summed for rms_norm_backward_weight: one dispatch fewer.
+// ---- rms_norm_backward: dx = rstd·w·g − x · rstd³/C · Σ_j w_j g_j x_j (per row), and
+//      dweight[c] (+)= Σ_rows g·x·rstd (per channel) ----
+// One dispatch with two kinds of workgroup, both reading g = dout: some take a block of WB_COLS
+// channels over a chunk of rows (dweight), the rest a row each (dx). g may arrive
+// unreduced: the `splits` partial products of a split-K input gradient, added in split order
+// as they are read (as matmul_split_reduce would, so the bits are the same).
 @group(0) @binding(0) var<storage, read> rb_dout: array<f32>;     // (splits, rows, C)
 @group(0) @binding(1) var<storage, read> rb_x: array<f32>;        // (rows, C) forward input
 @group(0) @binding(2) var<storage, read> rb_weight: array<f32>;   // (C)
 @group(0) @binding(3) var<storage, read> rb_rstd: array<f32>;     // (rows) saved by the forward
 @group(0) @binding(4) var<storage, read_write> rb_dx: array<f32>; // (rows, C)
 @group(0) @binding(5) var<uniform> rb_p: NormParams;
-@group(0) @binding(6) var<storage, read_write> rb_dsum: array<f32>; // (rows, C) g summed, when splits > 1 (a placeholder else)
+@group(0) @binding(6) var<storage, read_write> rb_dweight: array<f32>; // (C) accumulated with one chunk, else (chunks, C) partials
 
 // g at element i of (rows, C): its partials added in split order.
 fn rb_g(i: u32) -> f32 {
@@ -103,8 +105,20 @@ fn rb_g(i: u32) -> f32 {
 @compute @workgroup_size(256)
 fn rms_norm_backward(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>,
                      @builtin(num_workgroups) nwg: vec3<u32>) {
-    let row = row_index(wg, nwg);
-    if (row >= rb_p.rows) { return; } // uniform: the whole workgroup exits
+    let group = row_index(wg, nwg);
+    // Uniform branches: each workgroup takes one role, or exits as grid padding. The dweight
+    // workgroups come first: each loops over a chunk of rows, so they start before the short
+    // row workgroups rather than trail them.
+    let weight_groups = ((rb_p.cols + WB_COLS - 1u) / WB_COLS) * rb_p.weight_chunks;
+    if (group < weight_groups) {
+        rb_weight_chunk(lid, group);
+    } else if (group - weight_groups < rb_p.rows) {
+        rb_row(lid, group - weight_groups);
+    }
+}
+
+// dx of one row.
+fn rb_row(lid: u32, row: u32) {
     let cols = rb_p.cols;
     let off = row * cols;
     var d = 0.0;
@@ -114,9 +128,7 @@ fn rms_norm_backward(@builtin(local_invocation_index) lid: u32, @builtin(workgro
     let r = rb_rstd[row];
     let k = row_sum(lid, d) * r * r * r / f32(cols);
     for (var i = lid; i < cols; i += ROW_WG) {
-        let g = rb_g(off + i);
-        if (rb_p.splits > 1u) { rb_dsum[off + i] = g; }
-        let v = r * rb_weight[i] * g - k * rb_x[off + i];
+        let v = r * rb_weight[i] * rb_g(off + i) - k * rb_x[off + i];
         if (rb_p.accumulate != 0u) {
             rb_dx[off + i] += v;
         } else {
@@ -125,47 +137,37 @@ fn rms_norm_backward(@builtin(local_invocation_index) lid: u32, @builtin(workgro
     }
 }
 
-// ---- rms_norm_backward_weight: dweight[c] (+)= Σ_rows dout·x·rstd ----
-// A sum over rows, done deterministically without atomics: each 256-thread workgroup owns
-// WB_COLS consecutive channels (coalesced reads along a row) and splits its rows over WB_LANES
-// lanes, which it then adds in a fixed order. The rows are cut into num_workgroups.z chunks
-// (wg.z = chunk): with more than one, chunk z writes its sum to rw_dweight[z * C + c], a
-// scratch of partials that matmul_split_reduce then adds in order. (One chunk per column
-// block left all but cols / 32 workgroups idle: 8 for d_model 256, ~39 µs each on an H200.)
+// dweight over one chunk of rows for WB_COLS consecutive channels (coalesced reads along a
+// row), done deterministically without atomics: the rows are split over WB_LANES lanes, which
+// are then added in a fixed order. With more than one chunk, chunk z writes its sum to
+// rb_dweight[z * C + c], partials that matmul_split_reduce then adds in order. (One chunk per
+// channel block left all but C / 32 workgroups idle: 8 for d_model 256, ~39 µs each on an H200.)
 const WB_COLS: u32 = 32u;
 const WB_LANES: u32 = 8u; // WB_COLS * WB_LANES == ROW_WG
 
-@group(0) @binding(0) var<storage, read> rw_dout: array<f32>;          // (rows, C)
-@group(0) @binding(1) var<storage, read> rw_x: array<f32>;             // (rows, C) forward input
-@group(0) @binding(2) var<storage, read> rw_rstd: array<f32>;          // (rows)
-@group(0) @binding(3) var<storage, read_write> rw_dweight: array<f32>; // (C), or (chunks, C) partials
-@group(0) @binding(4) var<uniform> rw_p: NormParams;
-
-@compute @workgroup_size(256)
-fn rms_norm_backward_weight(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>,
-                            @builtin(num_workgroups) nwg: vec3<u32>) {
-    let first = row_index(wg, nwg) * WB_COLS;
-    let cols = rw_p.cols;
-    if (first >= cols) { return; } // uniform: the whole workgroup exits
-    let col = first + lid % WB_COLS;
+fn rb_weight_chunk(lid: u32, w: u32) {
+    let cols = rb_p.cols;
+    let blocks = (cols + WB_COLS - 1u) / WB_COLS;
+    let z = w / blocks;
+    let col = (w % blocks) * WB_COLS + lid % WB_COLS;
     let lane = lid / WB_COLS;
-    let chunk = (rw_p.rows + nwg.z - 1u) / nwg.z; // rows per chunk
+    let chunk = (rb_p.rows + rb_p.weight_chunks - 1u) / rb_p.weight_chunks; // rows per chunk
     var acc = 0.0;
     if (col < cols) {
         // Four rows per iteration: independent loads in flight hide memory latency.
-        let rows = min(rw_p.rows, (wg.z + 1u) * chunk);
+        let rows = min(rb_p.rows, (z + 1u) * chunk);
         var a = vec4<f32>(0.0);
-        var r = wg.z * chunk + lane;
+        var r = z * chunk + lane;
         for (; r + 3u * WB_LANES < rows; r += 4u * WB_LANES) {
             let r1 = r + WB_LANES;
             let r2 = r + 2u * WB_LANES;
             let r3 = r + 3u * WB_LANES;
-            a += vec4<f32>(rw_dout[r * cols + col], rw_dout[r1 * cols + col], rw_dout[r2 * cols + col], rw_dout[r3 * cols + col])
-                * vec4<f32>(rw_x[r * cols + col], rw_x[r1 * cols + col], rw_x[r2 * cols + col], rw_x[r3 * cols + col])
-                * vec4<f32>(rw_rstd[r], rw_rstd[r1], rw_rstd[r2], rw_rstd[r3]);
+            a += vec4<f32>(rb_g(r * cols + col), rb_g(r1 * cols + col), rb_g(r2 * cols + col), rb_g(r3 * cols + col))
+                * vec4<f32>(rb_x[r * cols + col], rb_x[r1 * cols + col], rb_x[r2 * cols + col], rb_x[r3 * cols + col])
+                * vec4<f32>(rb_rstd[r], rb_rstd[r1], rb_rstd[r2], rb_rstd[r3]);
         }
         for (; r < rows; r += WB_LANES) {
-            a.x += rw_dout[r * cols + col] * rw_x[r * cols + col] * rw_rstd[r];
+            a.x += rb_g(r * cols + col) * rb_x[r * cols + col] * rb_rstd[r];
         }
         acc = (a.x + a.y) + (a.z + a.w);
     }
@@ -174,8 +176,8 @@ fn rms_norm_backward_weight(@builtin(local_invocation_index) lid: u32, @builtin(
     if (lid < WB_COLS && col < cols) {
         var s = 0.0;
         for (var l = 0u; l < WB_LANES; l++) { s += row_red[l * WB_COLS + lid]; }
-        let at = wg.z * cols + col;
-        if (rw_p.accumulate != 0u) { s += rw_dweight[at]; }
-        rw_dweight[at] = s;
+        let at = z * cols + col;
+        if (rb_p.weight_chunks == 1u) { s += rb_dweight[at]; }
+        rb_dweight[at] = s;
     }
 }

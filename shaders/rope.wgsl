@@ -5,7 +5,8 @@
 // head vectors of head_dim floats of each token rotate and the rest is left alone. A plain
 // (B, T, H, hd) buffer has token_stride = H·hd; for a fused (B, T, 3C) qkv buffer,
 // token_stride = 3C and heads = 2H rotates q and k but not v.
-// Token t sits at position base_pos + t % seq_len; pair i turns by pos · theta^(-2i/head_dim).
+// Token t sits at position base_pos + t % seq_len; pair i turns by pos · theta^(-2i/head_dim)
+// (rotary.wgsl, which the attention backward shares).
 
 struct RopeParams {
     head_dim: u32,
@@ -17,25 +18,6 @@ struct RopeParams {
     theta: f32,
     _pad: u32,
 };
-
-// (sin x, cos x) to a few f32 ulp for 0 <= x < ~12000 (positions times frequencies), not with
-// the built-ins: WGSL only bounds their error to 2^-11 absolute, and Chrome's SwiftShader is off
-// by 2e-4 already at x = 8. Cody–Waite reduction by π/2 in three parts (the first two have few
-// significant bits, so q·part is exact while q < 8192), then Cephes' sinf/cosf polynomials on
-// |r| <= π/4.
-fn sin_cos(x: f32) -> vec2<f32> {
-    let q = round(x * 0.63661977236758134); // x / (π/2)
-    let r = ((x - q * 1.5703125) - q * 4.837512969970703125e-4) - q * 7.54978995489188216e-8;
-    let r2 = r * r;
-    let s = r + r * r2 * (-1.6666654611e-1 + r2 * (8.3321608736e-3 + r2 * -1.9515295891e-4));
-    let c = 1.0 - 0.5 * r2 + r2 * r2 * (4.166664568298827e-2 + r2 * (-1.388731625493765e-3 + r2 * 2.443315711809948e-5));
-    switch (i32(q) & 3) { // x = q·π/2 + r
-        case 0: { return vec2<f32>(s, c); }
-        case 1: { return vec2<f32>(c, -s); }
-        case 2: { return vec2<f32>(-s, -c); }
-        default: { return vec2<f32>(-c, s); }
-    }
-}
 
 @group(0) @binding(0) var<storage, read_write> rope_data: array<f32>; // (tokens, token_stride)
 @group(0) @binding(1) var<uniform> rope_params: RopeParams;
@@ -49,8 +31,7 @@ fn rotate_pair(idx: u32, dir: f32) {
     let head = (idx / half) % p.heads;
     let token = idx / (half * p.heads);
     let pos = f32(p.base_pos + token % p.seq_len);
-    let angle = pos * pow(p.theta, -2.0 * f32(i) / f32(p.head_dim));
-    let sc = sin_cos(angle);
+    let sc = rope_sin_cos(pos, i, p.head_dim, p.theta);
     let s = dir * sc.x;
     let c = sc.y;
     let a = token * p.token_stride + head * p.head_dim + i;

@@ -7,8 +7,10 @@
 //! - `out`  (B, T, C):  per token the H heads' outputs, contiguous
 //! - `lse`  (B, H, T):  logsumexp of each query's scaled scores (forward output, backward input)
 //! - `delta` (B, H, T): backward scratch, Σ_d dout·out per query
-//! - `dqkv` (B, T, 3C): gradient of qkv, every element written (not accumulated)
+//! - `dqkv` (B, T, 3C): gradient of qkv, every element written (not accumulated); with a
+//!   `RopeConfig`, dq and dk are the gradients of q and k before RoPE rotated them
 
+use super::rope::RopeConfig;
 use super::{expect_len, Kernel, ATTENTION as F, R, RW, U};
 use crate::error::{KilnError, Result};
 use crate::gpu::Tensor;
@@ -125,7 +127,8 @@ impl AttentionDims {
             heads: self.heads as u32,
             head_dim: self.head_dim as u32,
             scale: self.scale() as f32,
-            _pad: [0; 3],
+            rope_theta: 0.0,
+            _pad: [0; 2],
         }
     }
 
@@ -144,7 +147,8 @@ pub(crate) struct AttnParams {
     heads: u32,
     head_dim: u32,
     scale: f32,
-    _pad: [u32; 3],
+    rope_theta: f32,
+    _pad: [u32; 2],
 }
 
 /// out = softmax(causal(q·kᵀ / sqrt(hd))) · v per head; also writes `lse` for the backward.
@@ -172,11 +176,14 @@ impl AttentionBackward {
     }
 }
 
-/// dqkv from dout, given the forward's qkv, out and lse; `delta` (B, H, T) is scratch.
+/// dqkv from dout, given the forward's qkv, out and lse; `delta` (B, H, T) is scratch. With
+/// `rope` (`RopeConfig::qkv` of these dims: qkv's q and k were rotated by it), dq and dk come
+/// out un-rotated, as `rope_backward` would leave them, with no dispatch of their own.
 #[allow(clippy::too_many_arguments)]
 pub fn attention_backward(
     gpu: &Gpu,
     dims: AttentionDims,
+    rope: Option<&RopeConfig>,
     qkv: &Tensor,
     out: &Tensor,
     lse: &Tensor,
@@ -191,7 +198,14 @@ pub fn attention_backward(
     expect_len(dout, dims.out_len(), "dout (B, T, C)")?;
     expect_len(delta, dims.lse_len(), "delta (B, H, T)")?;
     expect_len(dqkv, dims.qkv_len(), "dqkv (B, T, 3C)")?;
-    let uniform = gpu.uniform("attention params", &dims.params());
+    let mut params = dims.params();
+    if let Some(rope) = rope {
+        if *rope != RopeConfig::qkv(dims.head_dim, dims.heads, dims.seq, rope.theta) || !(rope.theta.is_finite() && rope.theta > 0.0) {
+            return Err(KilnError::invalid("rope", format!("must be RopeConfig::qkv of this attention's dims {dims:?} with a theta > 0, got {rope:?}")));
+        }
+        params.rope_theta = rope.theta;
+    }
+    let uniform = gpu.uniform("attention params", &params);
     let [_, dq_kernel, dkv_kernel] = block_kernels(dims.head_dim);
     let dq = gpu.op(dq_kernel, &[T(qkv), T(dout), T(lse), T(delta), T(dqkv), Uni(&uniform), T(out)], gpu.grid(dims.blocks()))?;
     let dkv = gpu.op(dkv_kernel, &[T(qkv), T(dout), T(lse), T(delta), T(dqkv), Uni(&uniform)], gpu.grid(dims.blocks()))?;

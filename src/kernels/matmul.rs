@@ -180,17 +180,24 @@ pub fn matmul_ops_pending(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, desc: M
 }
 
 /// A product whose split-K reduction is left to the kernel that reads it: `splits` arrays of
-/// C's length in `parts`, added in split order by that kernel, which also writes the sum into
-/// `c` where others read it. With `splits` = 1, `parts` is `c`, already complete.
+/// C's length in `parts`, added in split order by that kernel. `c` is the product's own
+/// tensor (never written by a split product); with `splits` = 1, `parts` is `c`, complete.
 pub struct Unreduced {
     pub parts: Tensor,
     pub splits: usize,
     pub c: Tensor,
 }
 
+impl Unreduced {
+    /// A complete tensor, as a consumer of unreduced products takes it.
+    pub fn whole(c: &Tensor) -> Unreduced {
+        Unreduced { parts: c.clone(), splits: 1, c: c.clone() }
+    }
+}
+
 /// The product `matmul_ops` would run, as one dispatch whatever its plan: a split product
 /// leaves its partials in the shared scratch for a consumer that takes an `Unreduced`
-/// (`rms_norm_backward_unreduced`, `rms_norm_residual_unreduced`), which must be the next
+/// (`rms_norm_backward`, `rms_norm_residual_unreduced`), which must be the next
 /// dispatch to use the scratch. The product must not accumulate.
 pub fn matmul_unreduced(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, desc: MatmulDesc) -> Result<(Op, Unreduced)> {
     if desc.accumulate {
@@ -198,7 +205,7 @@ pub fn matmul_unreduced(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, desc: Mat
     }
     let p = Planned::new(gpu, a, b, c, desc)?;
     if p.splits == 1 {
-        return Ok((p.whole(gpu, a, b, c)?, Unreduced { parts: c.clone(), splits: 1, c: c.clone() }));
+        return Ok((p.whole(gpu, a, b, c)?, Unreduced::whole(c)));
     }
     let parts = gpu.scratch("matmul split-K partials", p.partials_len())?;
     Ok((p.partials(gpu, a, b, &parts)?, Unreduced { parts, splits: p.splits, c: c.clone() }))

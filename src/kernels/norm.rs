@@ -1,6 +1,6 @@
-//! RMSNorm kernels (`shaders/norm.wgsl`): `rms_norm`, the fused `rms_norm_residual`, and the
-//! backward split in two entry points — `rms_norm_backward` (dx, per row) and
-//! `rms_norm_backward_weight` (dweight, a deterministic sum over rows) — with f64 references.
+//! RMSNorm kernels (`shaders/norm.wgsl`): `rms_norm`, the fused `rms_norm_residual`, and
+//! `rms_norm_backward` (dx, per row, and dweight, a deterministic sum over rows, in one
+//! dispatch) — with f64 references.
 //!
 //! Shapes come from lengths: C = weight.len(), rows = x.len() / C.
 
@@ -8,18 +8,17 @@ use super::matmul::Unreduced;
 use super::split_sums::{split_reduce, PendingSums};
 use super::{expect_len, Kernel, NORM as F, R, RW, U};
 use crate::error::{KilnError, Result};
+use crate::gpu::Tensor;
 use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
-use crate::gpu::{Tensor, Uniform};
 
 pub const RMS_NORM: Kernel = Kernel { entry: "rms_norm", family: F, bindings: &[R, R, RW, RW, U] };
 pub const RMS_NORM_RESIDUAL: Kernel = Kernel { entry: "rms_norm_residual", family: F, bindings: &[R, R, R, RW, RW, RW, U] };
-/// Binding 6 receives dout summed when it arrives as split partials (a placeholder else).
+/// Binding 6 is dweight (C), or its (chunks, C) partials.
 pub const RMS_NORM_BACKWARD: Kernel = Kernel { entry: "rms_norm_backward", family: F, bindings: &[R, R, R, R, RW, U, RW] };
-pub const RMS_NORM_BACKWARD_WEIGHT: Kernel = Kernel { entry: "rms_norm_backward_weight", family: F, bindings: &[R, R, R, RW, U] };
 
-pub const KERNELS: &[&Kernel] = &[&RMS_NORM, &RMS_NORM_RESIDUAL, &RMS_NORM_BACKWARD, &RMS_NORM_BACKWARD_WEIGHT];
+pub const KERNELS: &[&Kernel] = &[&RMS_NORM, &RMS_NORM_RESIDUAL, &RMS_NORM_BACKWARD];
 
-/// Channels per workgroup of `rms_norm_backward_weight` (WB_COLS in the shader).
+/// Channels per dweight workgroup of `rms_norm_backward` (WB_COLS in the shader).
 const WEIGHT_COLS_PER_GROUP: usize = 32;
 
 /// Mirrors `NormParams` in norm.wgsl.
@@ -31,7 +30,8 @@ pub struct NormParams {
     pub eps: f32,
     pub accumulate: u32,
     pub splits: u32,
-    pub _pad: [u32; 3],
+    pub weight_chunks: u32,
+    pub _pad: [u32; 2],
 }
 
 /// (C, rows) of `x` normalized over `weight`'s length, or an error naming the bad tensor.
@@ -51,10 +51,9 @@ fn check_eps(eps: f32) -> Result<()> {
     }
 }
 
-/// The kernels' params; `splits` > 1 only for an unreduced input.
-fn params(gpu: &Gpu, c: usize, rows: usize, eps: f32, accumulate: bool, splits: usize) -> Uniform {
-    let p = NormParams { cols: c as u32, rows: rows as u32, eps, accumulate: accumulate as u32, splits: splits as u32, _pad: [0; 3] };
-    gpu.uniform("norm params", &p)
+/// The kernels' params for `rows` of C channels, one input array and nothing accumulated.
+fn params(c: usize, rows: usize, eps: f32) -> NormParams {
+    NormParams { cols: c as u32, rows: rows as u32, eps, accumulate: 0, splits: 1, weight_chunks: 0, _pad: [0; 2] }
 }
 
 /// out = x / sqrt(mean(x²) + eps) * weight per row of x (rows, C); saves rstd (rows).
@@ -63,7 +62,7 @@ pub fn rms_norm(gpu: &Gpu, x: &Tensor, weight: &Tensor, out: &Tensor, rstd: &Ten
     check_eps(eps)?;
     expect_len(out, x.len(), "rms_norm output")?;
     expect_len(rstd, rows, "rms_norm rstd (one per row)")?;
-    let p = params(gpu, c, rows, eps, false, 1);
+    let p = gpu.uniform("norm params", &params(c, rows, eps));
     gpu.op(&RMS_NORM, &[T(x), T(weight), T(out), T(rstd), Uni(&p)], gpu.grid(rows as u32))
 }
 
@@ -71,8 +70,7 @@ pub fn rms_norm(gpu: &Gpu, x: &Tensor, weight: &Tensor, out: &Tensor, rstd: &Ten
 /// stream's next value; it must be a buffer distinct from x and residual.
 #[allow(clippy::too_many_arguments)] // one tensor per binding, as the kernel declares them
 pub fn rms_norm_residual(gpu: &Gpu, x: &Tensor, residual: &Tensor, weight: &Tensor, sum: &Tensor, out: &Tensor, rstd: &Tensor, eps: f32) -> Result<Op> {
-    let whole = Unreduced { parts: residual.clone(), splits: 1, c: residual.clone() };
-    rms_norm_residual_unreduced(gpu, x, &whole, weight, sum, out, rstd, eps)
+    rms_norm_residual_unreduced(gpu, x, &Unreduced::whole(residual), weight, sum, out, rstd, eps)
 }
 
 /// `rms_norm_residual` of a residual a split product left unreduced: the kernel adds its
@@ -96,58 +94,62 @@ pub fn rms_norm_residual_unreduced(
     expect_len(sum, x.len(), "rms_norm_residual sum")?;
     expect_len(out, x.len(), "rms_norm_residual output")?;
     expect_len(rstd, rows, "rms_norm_residual rstd (one per row)")?;
-    let p = params(gpu, c, rows, eps, false, residual.splits);
+    let p = gpu.uniform("norm params", &NormParams { splits: residual.splits as u32, ..params(c, rows, eps) });
     let args = [T(x), T(&residual.parts), T(weight), T(sum), T(out), T(rstd), Uni(&p)];
     gpu.op(&RMS_NORM_RESIDUAL, &args, gpu.grid(rows as u32))
 }
 
-/// dx of rms_norm from dout, the forward input x and its saved rstd. With `accumulate`,
-/// dx += result (the residual stream's gradient already holds the skip path); else dx = result.
-pub fn rms_norm_backward(gpu: &Gpu, dout: &Tensor, x: &Tensor, weight: &Tensor, rstd: &Tensor, dx: &Tensor, accumulate: bool) -> Result<Op> {
-    let whole = Unreduced { parts: dout.clone(), splits: 1, c: dout.clone() };
-    rms_norm_backward_unreduced(gpu, &whole, x, weight, rstd, dx, accumulate)
+/// What `rms_norm_backward` writes: dx (rows, C) — `dx += result` with `accumulate` (the
+/// residual stream's gradient already holds the skip path), else `dx = result` — and
+/// dweight (C) += Σ_rows dout·x·rstd.
+pub struct NormGrads<'a> {
+    pub dx: &'a Tensor,
+    pub accumulate: bool,
+    pub dweight: &'a Tensor,
 }
 
-/// `rms_norm_backward` of a dout a split product left unreduced: the kernel adds its partials
-/// and writes the sum into `dout.c` (for `rms_norm_backward_weight`), instead of a reduction
-/// dispatch before it.
-pub fn rms_norm_backward_unreduced(gpu: &Gpu, dout: &Unreduced, x: &Tensor, weight: &Tensor, rstd: &Tensor, dx: &Tensor, accumulate: bool) -> Result<Op> {
+/// The backward of rms_norm from dout, the forward input x and its saved rstd: dx and dweight
+/// in one dispatch. dout may be a split product's unreduced partials, which the kernel adds as
+/// it reads them (in split order, so the bits are those of a reduction first). dweight is
+/// summed in a fixed order (deterministic): long batches are cut into row chunks whose
+/// partials are then added, so that more than C / 32 workgroups share the work; the chunking
+/// depends only on the shapes, so every device adds in the same order. The partials wait in
+/// `pending` when given and they fit (dweight then holds the sum after its flush), else a
+/// second dispatch returned here adds them.
+pub fn rms_norm_backward(
+    gpu: &Gpu,
+    dout: &Unreduced,
+    x: &Tensor,
+    weight: &Tensor,
+    rstd: &Tensor,
+    grads: NormGrads,
+    pending: Option<&mut PendingSums>,
+) -> Result<Vec<Op>> {
     let (c, rows) = shape(x, weight)?;
     expect_len(&dout.c, x.len(), "rms_norm_backward dout")?;
     expect_len(&dout.parts, dout.splits * x.len(), "rms_norm_backward dout partials (splits, rows, C)")?;
     expect_len(rstd, rows, "rms_norm_backward rstd (one per row)")?;
-    expect_len(dx, x.len(), "rms_norm_backward dx")?;
-    let p = params(gpu, c, rows, 0.0, accumulate, dout.splits);
-    let sum = if dout.splits > 1 { dout.c.clone() } else { gpu.placeholder()? };
-    let args = [T(&dout.parts), T(x), T(weight), T(rstd), T(dx), Uni(&p), T(&sum)];
-    gpu.op(&RMS_NORM_BACKWARD, &args, gpu.grid(rows as u32))
-}
-
-/// dweight += Σ_rows dout·x·rstd (C), summed in a fixed order (deterministic). Long batches
-/// are cut into row chunks, summed into partials and then reduced, so that more than C / 32
-/// workgroups share the work; the chunking depends only on the shapes, so every device adds in
-/// the same order. The partials wait in `pending` when given (dweight then holds the sum after
-/// its flush), else in the shared scratch, reduced by a second dispatch returned here.
-pub fn rms_norm_backward_weight(gpu: &Gpu, dout: &Tensor, x: &Tensor, rstd: &Tensor, dweight: &Tensor, pending: Option<&mut PendingSums>) -> Result<Vec<Op>> {
-    let (c, rows) = shape(x, dweight)?;
-    expect_len(dout, x.len(), "rms_norm_backward_weight dout")?;
-    expect_len(rstd, rows, "rms_norm_backward_weight rstd (one per row)")?;
-    let [gx, gy, _] = gpu.grid(c.div_ceil(WEIGHT_COLS_PER_GROUP) as u32);
+    expect_len(grads.dx, x.len(), "rms_norm_backward dx")?;
+    expect_len(grads.dweight, c, "rms_norm_backward dweight (one per channel)")?;
     let chunks = weight_row_chunks(c, rows);
+    let p = NormParams { accumulate: grads.accumulate as u32, splits: dout.splits as u32, weight_chunks: chunks as u32, ..params(c, rows, 0.0) };
+    let p = gpu.uniform("norm params", &p);
+    // A workgroup per channel block of each row chunk (dweight), then one per row (dx).
+    let groups = rows + c.div_ceil(WEIGHT_COLS_PER_GROUP) * chunks;
+    let op =
+        |dweight: &Tensor| gpu.op(&RMS_NORM_BACKWARD, &[T(&dout.parts), T(x), T(weight), T(rstd), T(grads.dx), Uni(&p), T(dweight)], gpu.grid(groups as u32));
     if chunks == 1 {
-        let p = params(gpu, c, rows, 0.0, true, 1);
-        return Ok(vec![gpu.op(&RMS_NORM_BACKWARD_WEIGHT, &[T(dout), T(x), T(rstd), T(dweight), Uni(&p)], [gx, gy, 1])?]);
+        return Ok(vec![op(grads.dweight)?]);
     }
-    let p = params(gpu, c, rows, 0.0, false, 1);
-    let partial = |parts: &Tensor| gpu.op(&RMS_NORM_BACKWARD_WEIGHT, &[T(dout), T(x), T(rstd), T(parts), Uni(&p)], [gx, gy, chunks as u32]);
-    if let Some(parts) = pending.and_then(|q| q.defer(dweight, chunks, true)) {
-        return Ok(vec![partial(&parts)?]);
+    if let Some(parts) = pending.and_then(|q| q.defer(grads.dweight, chunks, true)) {
+        return Ok(vec![op(&parts)?]);
     }
-    let parts = gpu.scratch("rms_norm_backward_weight partials", chunks * c)?;
-    Ok(vec![partial(&parts)?, split_reduce(gpu, &parts, dweight, chunks, true)?])
+    // Not the shared scratch: an unreduced dout may lie there.
+    let parts = gpu.tensor("rms_norm_backward dweight partials", &[chunks * c])?;
+    Ok(vec![op(&parts)?, split_reduce(gpu, &parts, grads.dweight, chunks, true)?])
 }
 
-/// Floats of partials `rms_norm_backward_weight` writes for C channels over `rows` (0 when
+/// Floats of dweight partials `rms_norm_backward` writes for C channels over `rows` (0 when
 /// it sums in one pass): what a `PendingSums` needs to hold them.
 pub fn weight_partials_len(c: usize, rows: usize) -> usize {
     match weight_row_chunks(c, rows) {
@@ -156,11 +158,14 @@ pub fn weight_partials_len(c: usize, rows: usize) -> usize {
     }
 }
 
-/// Row chunks for `rms_norm_backward_weight`: about 256 workgroups in all, each chunk at
-/// least 256 rows (so the partials stay a small fraction of the reads).
+/// Row chunks of `rms_norm_backward`'s dweight: about 512 workgroups in all, each chunk at
+/// least 128 rows (so the partials stay a small fraction of the reads). Its workgroups share
+/// a dispatch with the row workgroups and each loops over its chunk: fewer, longer chunks
+/// (256 workgroups of 256 rows) trailed the rows and made the dispatch slower than the two
+/// it replaced (H200, bench/RESULTS.md session 11).
 fn weight_row_chunks(c: usize, rows: usize) -> usize {
     let col_groups = c.div_ceil(WEIGHT_COLS_PER_GROUP);
-    (256 / col_groups).min(rows / 256).max(1)
+    (512 / col_groups).min(rows / 128).max(1)
 }
 
 // ---------------------------------------------------------------- f64 references

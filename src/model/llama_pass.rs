@@ -13,11 +13,9 @@ use crate::kernels::conv::{conv1d_backward_input, conv1d_backward_weight, conv1d
 use crate::kernels::elementwise::{silu_gate, silu_gate_backward};
 use crate::kernels::embedding::{embedding_backward, embedding_forward};
 use crate::kernels::matmul::{matmul_ops, matmul_ops_pending, matmul_unreduced, split_partials_len, Adapter, MatmulDesc, Unreduced};
-use crate::kernels::norm::{
-    rms_norm, rms_norm_backward_unreduced, rms_norm_backward_weight, rms_norm_residual, rms_norm_residual_unreduced, weight_partials_len,
-};
+use crate::kernels::norm::{rms_norm, rms_norm_backward, rms_norm_residual, rms_norm_residual_unreduced, weight_partials_len, NormGrads};
 use crate::kernels::quant::fp32_to_fp16;
-use crate::kernels::rope::{rope, rope_backward, RopeConfig};
+use crate::kernels::rope::{rope, RopeConfig};
 use crate::kernels::split_sums::PendingSums;
 use crate::model::llama::LlamaConfig;
 use crate::model::llama_acts::{Activations, BlockActs, Part, Stash};
@@ -63,8 +61,7 @@ fn linear_backward(gpu: &Gpu, w: &Linear, x: &Tensor, dy: &Tensor, dx: &Tensor, 
     Ok(ops)
 }
 
-/// `linear_backward` with dx left unreduced for `rms_norm_backward_unreduced`, which must
-/// follow it.
+/// `linear_backward` with dx left unreduced for `rms_norm_backward`, which must follow it.
 fn linear_backward_unreduced(
     gpu: &Gpu,
     w: &Linear,
@@ -207,10 +204,11 @@ fn backward(
     // Each block's gradient sums (and, with the last block's, the head's) are one dispatch.
     let mut pending = PendingSums::new(gpu, pending_partials(cfg, n, Adapter::of(gpu)))?;
     // dn's products leave their split partials (in the shared scratch) for rms_norm_backward to
-    // add; it writes dn out for the norm weight's gradient.
+    // add as it reads them.
     let (mut ops, dn_parts) = linear_backward_unreduced(gpu, &p.linear("lm_head"), n_final, &net.d_output, &dn, (n, v, c), &mut pending)?;
-    ops.push(rms_norm_backward_unreduced(gpu, &dn_parts, x_final, &p.weight("final_norm"), rstd_final, &dx, false)?);
-    ops.extend(rms_norm_backward_weight(gpu, &dn, x_final, rstd_final, &p.grad("final_norm"), Some(&mut pending))?);
+    let dw = p.grad("final_norm");
+    let grads = NormGrads { dx: &dx, accumulate: false, dweight: &dw };
+    ops.extend(rms_norm_backward(gpu, &dn_parts, x_final, &p.weight("final_norm"), rstd_final, grads, Some(&mut pending))?);
     let eps = cfg.norm_eps;
     for (l, (b, stash)) in blocks.iter().enumerate().rev() {
         let name = |s: &str| format!("blocks.{l}.{s}");
@@ -226,8 +224,9 @@ fn backward(
         // One product each for d[up; gate] and dn (its k runs over both halves).
         let (step, dn_parts) = linear_backward_unreduced(gpu, &p.joined(&name("up")), &b.n2, &dup_gate, &dn, (n, 2 * f, c), &mut pending)?;
         ops.extend(step);
-        ops.push(rms_norm_backward_unreduced(gpu, &dn_parts, &b.x1, &p.weight(&name("mlp_norm")), &b.rstd2, &dx, true)?);
-        ops.extend(rms_norm_backward_weight(gpu, &dn, &b.x1, &b.rstd2, &p.grad(&name("mlp_norm")), Some(&mut pending))?);
+        let dw = p.grad(&name("mlp_norm"));
+        let grads = NormGrads { dx: &dx, accumulate: true, dweight: &dw };
+        ops.extend(rms_norm_backward(gpu, &dn_parts, &b.x1, &p.weight(&name("mlp_norm")), &b.rstd2, grads, Some(&mut pending))?);
         if let Some(s) = stash {
             // x, qkv and att come back from f16; n1 (and the short conv) are recomputed.
             ops.extend(acts.widen_ops(gpu, s, Part::Attention)?);
@@ -238,22 +237,23 @@ fn backward(
         }
         // Attention: dx now holds d(x1) = d(x + proj).
         ops.extend(linear_backward(gpu, &p.linear(&name("proj")), &b.att, &dx, &datt, (n, c, c), &mut pending)?);
-        let bw = attention_backward(gpu, dims, &b.qkv, &b.att, &b.lse, &datt, &delta, &dqkv)?;
+        // dq and dk come out un-rotated: the gradient of the qkv product's output.
+        let bw = attention_backward(gpu, dims, Some(rope_cfg), &b.qkv, &b.att, &b.lse, &datt, &delta, &dqkv)?;
         ops.extend(bw.ops().into_iter().cloned());
-        ops.push(rope_backward(gpu, &dqkv, rope_cfg)?.op);
         let qkv = p.linear(&name("qkv"));
         let dn_parts = if let Some(dconv) = &dconv {
             ops.extend(linear_backward(gpu, &qkv, &b.qkv_in, &dqkv, dconv, (n, 3 * c, c), &mut pending)?);
             ops.push(conv1d_backward_weight(gpu, dconv, &b.n1, &p.grad(&name("conv")), &p.grad(&name("conv_bias")), conv_shape)?);
             ops.push(conv1d_backward_input(gpu, dconv, &p.weight(&name("conv")), &dn, conv_shape)?);
-            Unreduced { parts: dn.clone(), splits: 1, c: dn.clone() }
+            Unreduced::whole(&dn)
         } else {
             let (step, dn_parts) = linear_backward_unreduced(gpu, &qkv, &b.qkv_in, &dqkv, &dn, (n, 3 * c, c), &mut pending)?;
             ops.extend(step);
             dn_parts
         };
-        ops.push(rms_norm_backward_unreduced(gpu, &dn_parts, &b.x, &p.weight(&name("attn_norm")), &b.rstd1, &dx, true)?);
-        ops.extend(rms_norm_backward_weight(gpu, &dn, &b.x, &b.rstd1, &p.grad(&name("attn_norm")), Some(&mut pending))?);
+        let dw = p.grad(&name("attn_norm"));
+        let grads = NormGrads { dx: &dx, accumulate: true, dweight: &dw };
+        ops.extend(rms_norm_backward(gpu, &dn_parts, &b.x, &p.weight(&name("attn_norm")), &b.rstd1, grads, Some(&mut pending))?);
         ops.extend(pending.flush(gpu)?);
     }
     ops.push(embedding_backward(gpu, &dx, &net.input, &p.grad("wte"))?);

@@ -75,7 +75,7 @@ async function main() {
       await page.click('#step');
       await until(page, () => window.kilnPage.summary().step >= 1, null, 'a step with the short conv', 60_000);
       await page.click('#export-zip');
-      await until(page, () => /short_conv.*no short convolution/.test(window.kilnPage.summary().error ?? ''), null, 'the export refusal', 30_000);
+      await until(page, () => /short_conv.*no short convolution/.test(window.kilnPage.summary().error ?? ''), null, 'the export refusal', 90_000);
       await page.uncheck('#ll-short-conv');
       await until(page, (n) => window.kilnPage.summary().runs > n && window.kilnPage.summary().info.config.model.llama.short_conv === undefined, conv.runs, 'the run without it', 60_000);
       const plain = await summary(page);
@@ -91,7 +91,7 @@ async function main() {
       await until(page, (n) => window.kilnPage.summary().runs > n && window.kilnPage.summary().info.config.model.llama.precision === 'mixed', plain.runs, 'the mixed-precision run', 60_000);
       for (let i = 0; i < 3; i++) {
         await page.click('#step');
-        await until(page, (n) => window.kilnPage.summary().step >= n, i + 1, `mixed step ${i + 1}`, 60_000);
+        await until(page, (n) => window.kilnPage.summary().step >= n, i + 1, `mixed step ${i + 1}`, 120_000);
       }
       await until(page, () => window.kilnPage.summary().lossScale.points >= 1, null, 'the loss scale on its chart', 30_000);
       const mixed = await summary(page);

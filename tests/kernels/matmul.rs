@@ -5,7 +5,7 @@
 //! growing like sqrt(K) · eps · (typical partial sum); atol = 4e-6·sqrt(K) (K = 200 → 5.7e-5)
 //! with rtol 1e-5 covers any summation order, while a wrong index gives errors of order 0.1.
 
-use kiln::kernels::matmul::{self as mm, reference, MatmulDesc, SMALL};
+use kiln::kernels::matmul::{self as mm, reference, MatmulDesc, Unreduced, SMALL};
 use kiln::kernels::norm;
 use kiln::kernels::quant::reference as qref;
 use kiln::kernels::split_sums::PendingSums;
@@ -207,7 +207,7 @@ async fn pending_sums(gpu: &Gpu, c: &mut Checks) {
     let mut want = f64s(&grads0);
     let da = MatmulDesc::new(37, 53, 300).trans_a().accumulate().tile(64).splits(3);
     let db = MatmulDesc::new(64, 30, 1000).trans_a().accumulate().tile(128).splits(7);
-    let (rows, ch) = (600, 48); // two row chunks of the norm weight's sum
+    let (rows, ch) = (600, 48); // four row chunks of the norm weight's sum
     let room = [da, db].iter().map(|d| d.splits.unwrap() * d.m * d.n).sum::<usize>() + norm::weight_partials_len(ch, rows);
     let mut pending = PendingSums::new(gpu, room).unwrap();
     let mut ops = vec![];
@@ -224,8 +224,10 @@ async fn pending_sums(gpu: &Gpu, c: &mut Checks) {
     let (dout, dout64) = random_tensor(gpu, &mut rng, "dout", &[rows, ch], -1.0, 1.0);
     let (x, x64) = random_tensor(gpu, &mut rng, "x", &[rows, ch], -1.0, 1.0);
     let (rstd, rstd64) = random_tensor(gpu, &mut rng, "rstd", &[rows], 0.5, 2.0);
-    let step = norm::rms_norm_backward_weight(gpu, &dout, &x, &rstd, &store.grad("norm"), Some(&mut pending)).unwrap();
-    assert_eq!(step.len(), 1, "the norm weight's chunks alone; their sum waits");
+    let (w, dx) = (gpu.tensor("norm weight", &[ch]).unwrap(), gpu.tensor("dx", &[rows, ch]).unwrap());
+    let grads = norm::NormGrads { dx: &dx, accumulate: false, dweight: &store.grad("norm") };
+    let step = norm::rms_norm_backward(gpu, &Unreduced::whole(&dout), &x, &w, &rstd, grads, Some(&mut pending)).unwrap();
+    assert_eq!(step.len(), 1, "the norm's backward alone; its weight's sum waits");
     ops.extend(step);
     let at = store.entry("norm").offset;
     for (i, v) in norm::reference::rms_norm_backward_weight(&dout64, &x64, &rstd64, ch).into_iter().enumerate() {
