@@ -179,21 +179,7 @@ pub fn matmul_ops_pending(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, desc: M
     split_product(gpu, a, b, c, desc, Some(pending))
 }
 
-/// A product whose split-K reduction is left to the kernel that reads it: `splits` arrays of
-/// C's length in `parts`, added in split order by that kernel. `c` is the product's own
-/// tensor (never written by a split product); with `splits` = 1, `parts` is `c`, complete.
-pub struct Unreduced {
-    pub parts: Tensor,
-    pub splits: usize,
-    pub c: Tensor,
-}
-
-impl Unreduced {
-    /// A complete tensor, as a consumer of unreduced products takes it.
-    pub fn whole(c: &Tensor) -> Unreduced {
-        Unreduced { parts: c.clone(), splits: 1, c: c.clone() }
-    }
-}
+pub use super::split_sums::Unreduced;
 
 /// The product `matmul_ops` would run, as one dispatch whatever its plan: a split product
 /// leaves its partials in the shared scratch for a consumer that takes an `Unreduced`

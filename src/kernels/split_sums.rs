@@ -5,6 +5,9 @@
 //! `matmul_split_reduce` over a table of them. A Llama block's six gradient sums (four weight
 //! matrices, two norm weights) are then one dispatch instead of six.
 //!
+//! `Unreduced` is the other way to skip a reduction: a split product's partials left for the
+//! kernel that reads them, which adds them in split order itself.
+//!
 //! Why an arena and not the shared scratch: sums wait there while other products (which use
 //! the scratch) run, so each needs its own range until the flush.
 
@@ -111,5 +114,21 @@ impl PendingSums {
         let entries = std::mem::take(&mut self.entries);
         self.used = 0;
         Ok(Some(reduce_op(gpu, &self.arena, &out, &entries)?))
+    }
+}
+
+/// A product whose split-K reduction is left to the kernel that reads it: `splits` arrays of
+/// C's length in `parts`, added in split order by that kernel. `c` is the product's own
+/// tensor (never written by a split product); with `splits` = 1, `parts` is `c`, complete.
+pub struct Unreduced {
+    pub parts: Tensor,
+    pub splits: usize,
+    pub c: Tensor,
+}
+
+impl Unreduced {
+    /// A complete tensor, as a consumer of unreduced products takes it.
+    pub fn whole(c: &Tensor) -> Unreduced {
+        Unreduced { parts: c.clone(), splits: 1, c: c.clone() }
     }
 }
