@@ -50,6 +50,7 @@ const MATMUL_B16: Substitutions = &[
     ("fn matmul_128(", "fn matmul_128_b16(", 1),
     ("fn matmul_128_aligned(", "fn matmul_128_aligned_b16(", 1),
     ("fn matmul_small(", "fn matmul_small_b16(", 1),
+    ("fn matmul_128_swiglu_backward(", "fn matmul_128_swiglu_backward_b16(", 1),
 ];
 
 fn generate(sources: &[&str], substitutions: Substitutions, out_name: &str, header: &str) {

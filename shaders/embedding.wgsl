@@ -71,3 +71,46 @@ fn embedding_backward(@builtin(local_invocation_index) lid: u32, @builtin(workgr
         workgroupBarrier(); // eb_scan and eb_hits are rewritten by the next chunk
     }
 }
+
+// ---- embedding_rms_norm: x[n, :] = table[tokens[n], :], then out = rmsnorm(x) * weight ----
+// A Llama's first two steps in one dispatch, a 256-thread workgroup per token row: the row is
+// looked up, written to the residual stream x, and normed as rms_norm (norm.wgsl) would, with
+// the same sums, so x, out and rstd have its bits.
+struct EmbNormParams {
+    tokens: u32,   // N
+    vocab: u32,    // V
+    channels: u32, // C
+    eps: f32,
+};
+
+@group(0) @binding(0) var<storage, read> en_tokens: array<u32>;        // (N)
+@group(0) @binding(1) var<storage, read> en_table: array<f32>;         // (V, C)
+@group(0) @binding(2) var<storage, read> en_weight: array<f32>;        // (C)
+@group(0) @binding(3) var<storage, read_write> en_x: array<f32>;       // (N, C)
+@group(0) @binding(4) var<storage, read_write> en_out: array<f32>;     // (N, C)
+@group(0) @binding(5) var<storage, read_write> en_rstd: array<f32>;    // (N)
+@group(0) @binding(6) var<uniform> en_p: EmbNormParams;
+
+@compute @workgroup_size(256)
+fn embedding_rms_norm(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>,
+                      @builtin(num_workgroups) nwg: vec3<u32>) {
+    let row = row_index(wg, nwg);
+    if (row >= en_p.tokens) { return; } // uniform: the whole workgroup exits
+    let ch = en_p.channels;
+    let tok = en_tokens[row];
+    let valid = tok < en_p.vocab; // a token >= V reads as a zero row, as in embedding_forward
+    let off = row * ch;
+    var ss = 0.0;
+    for (var i = lid; i < ch; i += ROW_WG) {
+        var v = 0.0;
+        if (valid) { v = en_table[tok * ch + i]; }
+        en_x[off + i] = v;
+        ss += v * v;
+    }
+    let rstd = 1.0 / sqrt(row_sum(lid, ss) / f32(ch) + en_p.eps);
+    if (lid == 0u) { en_rstd[row] = rstd; }
+    // Each thread rereads only the values it wrote itself: no barrier needed.
+    for (var i = lid; i < ch; i += ROW_WG) {
+        en_out[off + i] = en_x[off + i] * rstd * en_weight[i];
+    }
+}

@@ -3,8 +3,8 @@
 // the range it is bound to and one dispatch can update a whole range.
 //
 // The clipping and the NaN guard read norm_sq (Σ g² over all gradients, 1 element) from a GPU
-// buffer written by gradient_norm_squared + reduce.wgsl's sum_final: no CPU round trip. A
-// non-finite norm_sq (a NaN/Inf gradient or an overflow) skips the update entirely.
+// buffer written by gradient_norm_squared + loss_and_grad_norm (or reduce.wgsl's sum_final): no
+// CPU round trip. A non-finite norm_sq (a NaN/Inf gradient or an overflow) skips the update entirely.
 
 // Exponent all ones = Inf or NaN; a bit test, because fast-math compilers may fold x != x.
 fn is_finite(x: f32) -> bool {
@@ -42,6 +42,47 @@ fn gradient_norm_squared(@builtin(local_invocation_index) lid: u32, @builtin(wor
     }
     let total = row_sum(lid, acc);
     if (lid == 0u) { gn_partials[gn_params.offset + g] = total; }
+}
+
+// ---- loss_and_grad_norm: the step's two closing sums in one workgroup ----
+// norm_sq = Σ partials[0..norm_count] (gradient_norm_squared's), and the batch's mean loss:
+// loss = loss_scale · Σ loss_partials[0..loss_count] (row losses, or MSE partials), or, with
+// loss_count = 0, the loss a fused pass already wrote. A non-finite loss becomes norm_sq (a bit
+// test, not 0·loss, which a fast-math compiler may fold to 0), so the update's NaN guard skips the step whether the loss or a gradient blew up.
+// Both sums run the tree of reduce.wgsl's sum_final, so they have its bits.
+struct LossNormParams {
+    norm_count: u32,
+    loss_count: u32,
+    loss_scale: f32,
+    _pad: u32,
+};
+
+@group(0) @binding(0) var<storage, read> lg_norm_partials: array<f32>; // (P), P >= norm_count
+@group(0) @binding(1) var<storage, read> lg_loss_partials: array<f32>; // (L), L >= loss_count (a placeholder when 0)
+@group(0) @binding(2) var<storage, read_write> lg_loss: array<f32>;    // (1)
+@group(0) @binding(3) var<storage, read_write> lg_norm_sq: array<f32>; // (1)
+@group(0) @binding(4) var<uniform> lg_params: LossNormParams;
+
+@compute @workgroup_size(256)
+fn loss_and_grad_norm(@builtin(local_invocation_index) lid: u32) {
+    var acc = 0.0;
+    for (var i = lid; i < lg_params.loss_count; i += ROW_WG) {
+        acc += lg_loss_partials[i];
+    }
+    let loss_sum = row_sum(lid, acc) * lg_params.loss_scale;
+    acc = 0.0;
+    for (var i = lid; i < lg_params.norm_count; i += ROW_WG) {
+        acc += lg_norm_partials[i];
+    }
+    let norm_sq = row_sum(lid, acc);
+    if (lid == 0u) {
+        var loss = lg_loss[0];
+        if (lg_params.loss_count > 0u) {
+            loss = loss_sum;
+            lg_loss[0] = loss;
+        }
+        lg_norm_sq[0] = select(norm_sq, loss, !is_finite(loss));
+    }
 }
 
 // ---- clip_grad_by_norm: g *= min(1, max_norm / (sqrt(norm_sq) + 1e-6)) ----

@@ -8,7 +8,8 @@ use crate::config::SessionConfig;
 use crate::data::batches::Batches;
 use crate::error::{KilnError, Result};
 use crate::gpu::Gpu;
-use crate::kernels::matmul::Adapter;
+use crate::kernels::matmul::{Adapter, MatmulDesc};
+use crate::kernels::matmul_swiglu;
 use crate::model::llama_pass::pending_partials;
 use crate::model::ModelConfig;
 
@@ -55,7 +56,9 @@ pub fn footprint(model: &ModelConfig, batch: usize) -> Footprint {
             // The backward's split-K partials waiting for their sums (not the shared scratch,
             // which holds one product's partials at a time: the estimate never counted it).
             let pending = pending_partials(l, n as usize, Adapter::Gpu) as u64;
-            (n * (c * 4 + v * 2) + blocks + n * (3 * c + 3 * f) + pending, widest)
+            // dg (N, F), where down's input gradient does not fuse with the SwiGLU backward.
+            let dg = if matmul_swiglu::fuses(&MatmulDesc::new(n as usize, l.hidden, l.d_model), Adapter::Gpu) { 0 } else { n * f };
+            (n * (c * 4 + v * 2) + blocks + n * (3 * c + 2 * f) + dg + pending, widest)
         }
     };
     // Mixed precision adds the weights' f16 copy: half a word per parameter.

@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 use crate::error::{ensure, shown, Result};
 use crate::gpu::Tensor;
 use crate::gpu::{Gpu, Op};
-use crate::kernels::optimizer::{adamw_update, grad_norm_squared, gradient_scale, norm_partials_len, sgd_update, AdamWParams, SgdParams, UniformOp};
-use crate::kernels::reduce::{sum_final, Final};
+use crate::kernels::loss::LossSum;
+use crate::kernels::optimizer::{adamw_update, grad_norm_and_loss, gradient_scale, norm_partials_len, sgd_update, AdamWParams, SgdParams, UniformOp};
 use crate::model::params::ParamStore;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -151,7 +151,10 @@ pub struct Optimizer {
 }
 
 impl Optimizer {
-    pub fn new(gpu: &Gpu, params: &ParamStore, cfg: OptimConfig) -> Result<Optimizer> {
+    /// The update of `params`, after the step's closing sums: the gradient norm², and `loss`
+    /// (1) finished from `loss_sum` (None: the pass wrote it), whose non-finite value skips the
+    /// step as a non-finite gradient does.
+    pub fn new(gpu: &Gpu, params: &ParamStore, cfg: OptimConfig, loss: &Tensor, loss_sum: Option<&LossSum>) -> Result<Optimizer> {
         cfg.validate()?;
         let norm_sq = gpu.tensor("grad norm squared", &[1])?;
         let grads = [&params.grads];
@@ -160,7 +163,7 @@ impl Optimizer {
         if cfg.accumulation > 1 {
             ops_before_update.push(gradient_scale(gpu, &params.grads, 1.0 / cfg.accumulation as f32)?);
         }
-        ops_before_update.extend(grad_norm_squared(gpu, &grads, &partials, &norm_sq)?);
+        ops_before_update.extend(grad_norm_and_loss(gpu, &grads, &partials, &norm_sq, loss, loss_sum)?);
         let mut updates = vec![];
         match cfg.kind {
             OptimizerKind::Adamw => {
@@ -179,14 +182,6 @@ impl Optimizer {
             }
         }
         Ok(Optimizer { cfg, norm_sq, ops_before_update, updates })
-    }
-
-    /// Makes a non-finite `loss` (1) poison the squared norm too (norm² += 0·loss), so the
-    /// update kernels' NaN guard skips the step whether the loss or a gradient blew up.
-    pub fn guard_loss(&mut self, gpu: &Gpu, loss: &Tensor) -> Result<()> {
-        let at = Final { index: 0, scale: 0.0, accumulate: true };
-        self.ops_before_update.push(sum_final(gpu, loss, 1, &self.norm_sq, at)?);
-        Ok(())
     }
 
     /// Writes the uniforms for 1-based step `t` (learning rate, bias correction).

@@ -26,6 +26,8 @@ fn llama(short_conv: bool) -> ModelConfig {
 struct Pass {
     params: ParamStore,
     pass: kiln::model::training::TrainingPass,
+    /// The pass's loss averaged into `loss` (in a session the optimizer's closing sum does it).
+    mean: kiln::gpu::Op,
     loss: kiln::gpu::Tensor,
     gpu: Gpu,
 }
@@ -37,7 +39,8 @@ impl Pass {
         let (targets, loss) = (gpu.tensor_from("targets", &[B * T], targets).unwrap(), gpu.tensor("loss", &[1]).unwrap());
         let pass = model.training_pass(&gpu, &params, B, &targets, &loss, false).unwrap();
         gpu.write(&pass.input, tokens).unwrap();
-        Pass { params, pass, loss, gpu }
+        let mean = pass.loss_sum.as_ref().expect("a layered pass leaves its loss to average").mean_op(&gpu, &loss).unwrap();
+        Pass { params, pass, mean, loss, gpu }
     }
 
     /// Sets every shared weight to `values[name]` (larger than the init, so gradients are far
@@ -49,7 +52,7 @@ impl Pass {
     /// The loss, after zeroing and recomputing the gradients.
     fn run(&self) -> f32 {
         self.gpu.write(&self.params.grads, &vec![0f32; self.params.total]).unwrap();
-        self.gpu.run(&self.pass.ops.iter().collect::<Vec<_>>()).unwrap();
+        self.gpu.run(&self.pass.ops.iter().chain([&self.mean]).collect::<Vec<_>>()).unwrap();
         pollster::block_on(self.gpu.read_f32(&self.loss)).unwrap()[0]
     }
 

@@ -1,10 +1,11 @@
 //! Token embedding kernels (`shaders/embedding.wgsl`): `embedding_forward` looks rows of a
 //! (V, C) table up by u32 token, `embedding_backward` adds dout rows back into dtable
-//! deterministically; f64 references, and `check_tokens` for the host side that uploads tokens.
+//! deterministically, `embedding_rms_norm` looks up and norms a Llama's first rows in one
+//! dispatch; f64 references, and `check_tokens` for the host side that uploads tokens.
 //!
 //! Shapes come from lengths: N = tokens.len(), C = out.len() / N, V = table.len() / C.
 
-use super::{groups_1d, Kernel, EMBEDDING as F, R, RW, U};
+use super::{expect_len, groups_1d, Kernel, EMBEDDING as F, R, RW, U};
 use crate::error::{KilnError, Result};
 use crate::gpu::Tensor;
 use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
@@ -12,7 +13,19 @@ use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
 pub const EMBEDDING_FORWARD: Kernel = Kernel { entry: "embedding_forward", family: F, bindings: &[R, R, RW, U] };
 pub const EMBEDDING_BACKWARD: Kernel = Kernel { entry: "embedding_backward", family: F, bindings: &[R, R, RW, U] };
 
-pub const KERNELS: &[&Kernel] = &[&EMBEDDING_FORWARD, &EMBEDDING_BACKWARD];
+pub const EMBEDDING_RMS_NORM: Kernel = Kernel { entry: "embedding_rms_norm", family: F, bindings: &[R, R, R, RW, RW, RW, U] };
+
+pub const KERNELS: &[&Kernel] = &[&EMBEDDING_FORWARD, &EMBEDDING_BACKWARD, &EMBEDDING_RMS_NORM];
+
+/// Mirrors `EmbNormParams` in embedding.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+struct EmbNormParams {
+    tokens: u32,
+    vocab: u32,
+    channels: u32,
+    eps: f32,
+}
 
 /// Mirrors `EmbParams` in embedding.wgsl.
 #[repr(C)]
@@ -53,6 +66,21 @@ pub fn embedding_forward(gpu: &Gpu, tokens: &Tensor, table: &Tensor, out: &Tenso
     let p = shape(tokens, out, table)?;
     let u = gpu.uniform("embedding params", &p);
     gpu.op(&EMBEDDING_FORWARD, &[T(tokens), T(table), T(out), Uni(&u)], gpu.grid(groups_1d(out.len())))
+}
+
+/// x (N, C) = table[tokens] and out (N, C) = rmsnorm(x)·weight with rstd (N): a Llama's
+/// embedding and first norm in one dispatch, with `embedding_forward` + `rms_norm`'s bits.
+pub fn embedding_rms_norm(gpu: &Gpu, tokens: &Tensor, table: &Tensor, weight: &Tensor, (x, out, rstd): (&Tensor, &Tensor, &Tensor), eps: f32) -> Result<Op> {
+    let p = shape(tokens, x, table)?;
+    expect_len(weight, p.channels as usize, "norm weight")?;
+    expect_len(out, x.len(), "normed rows")?;
+    expect_len(rstd, p.tokens as usize, "rstd (one per token)")?;
+    if !(eps.is_finite() && eps > 0.0) {
+        return Err(KilnError::invalid("eps", format!("must be finite and > 0, got {eps}")));
+    }
+    let params = EmbNormParams { tokens: p.tokens, vocab: p.vocab, channels: p.channels, eps };
+    let u = gpu.uniform("embedding_rms_norm params", &params);
+    gpu.op(&EMBEDDING_RMS_NORM, &[T(tokens), T(table), T(weight), T(x), T(out), T(rstd), Uni(&u)], gpu.grid(p.tokens))
 }
 
 /// dtable (V, C) += Σ over positions n with tokens[n] == v of dout[n, :]; deterministic.

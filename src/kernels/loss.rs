@@ -1,6 +1,6 @@
 //! Losses (`shaders/loss.wgsl`): batched cross-entropy with its gradient fused into the forward
 //! pass, and mean-squared error, each finished by `reduce::sum_final` into a 1-element loss
-//! buffer; backwards read the upstream gradient from a 1-element GPU buffer. f64 references.
+//! buffer (or, in a training step, by the optimizer's `loss_and_grad_norm`: a `LossSum`); backwards read the upstream gradient from a 1-element GPU buffer. f64 references.
 
 use super::reduce::{self, expect_scalar, partial_groups, Final, PartialParams};
 use super::{expect_len, groups_1d, Kernel, LOSS as F, R, RW, U};
@@ -68,14 +68,36 @@ pub fn cross_entropy_loss(gpu: &Gpu, logits: &Tensor, targets: &Tensor, row_loss
 /// Up to this many classes the fused cross-entropy runs one thread per row.
 pub const SMALL_VOCAB: usize = 64;
 
+/// A loss not yet averaged: `scale · Σ partials[0..count]` (row losses or MSE partials). A
+/// training step leaves it for the optimizer's `loss_and_grad_norm`, which sums it together with
+/// the gradient norm in one dispatch; `mean_op` sums it on its own.
+#[derive(Clone)]
+pub struct LossSum {
+    pub partials: Tensor,
+    pub count: usize,
+    pub scale: f32,
+}
+
+impl LossSum {
+    /// `loss[0] = scale · Σ partials[0..count]` as one dispatch.
+    pub fn mean_op(&self, gpu: &Gpu, loss: &Tensor) -> Result<Op> {
+        expect_scalar(loss, "loss")?;
+        reduce::sum_final(gpu, &self.partials, self.count, loss, Final::scaled(self.scale))
+    }
+}
+
 /// logits + targets → `loss` (1 element, the mean over rows) and `dlogits`, as two dispatches:
 /// the fused row kernel, then `sum_final` over the row losses with scale 1/N.
 pub fn cross_entropy(gpu: &Gpu, logits: &Tensor, targets: &Tensor, row_loss: &Tensor, loss: &Tensor, dlogits: &Tensor) -> Result<Vec<Op>> {
-    expect_scalar(loss, "loss")?;
+    let (fused, sum) = cross_entropy_rows(gpu, logits, targets, row_loss, dlogits)?;
+    Ok(vec![fused, sum.mean_op(gpu, loss)?])
+}
+
+/// The fused row kernel of `cross_entropy`, its mean left as a `LossSum` over the row losses.
+pub fn cross_entropy_rows(gpu: &Gpu, logits: &Tensor, targets: &Tensor, row_loss: &Tensor, dlogits: &Tensor) -> Result<(Op, LossSum)> {
     let rows = row_loss.len();
     let fused = cross_entropy_loss(gpu, logits, targets, row_loss, dlogits)?;
-    let mean = reduce::sum_final(gpu, row_loss, rows, loss, Final::scaled(1.0 / rows as f32))?;
-    Ok(vec![fused, mean])
+    Ok((fused, LossSum { partials: row_loss.clone(), count: rows, scale: 1.0 / rows as f32 }))
 }
 
 /// Gradient only: `dlogits = dloss[0] · (softmax − onehot)/N`, dloss a 1-element GPU buffer.
@@ -109,16 +131,21 @@ pub fn cross_entropy_backward(gpu: &Gpu, logits: &Tensor, targets: &Tensor, dlos
 /// `loss[0] = mean((pred − target)²)` over all N elements (PyTorch MSELoss 'mean'): partial
 /// sums (buffer allocated here, kept alive by the ops), then `sum_final` with scale 1/N.
 pub fn mse_loss(gpu: &Gpu, pred: &Tensor, target: &Tensor, loss: &Tensor) -> Result<Vec<Op>> {
+    let (part, sum) = mse_loss_partials(gpu, pred, target)?;
+    Ok(vec![part, sum.mean_op(gpu, loss)?])
+}
+
+/// The partial sums of `mse_loss`, its mean left as a `LossSum`.
+pub fn mse_loss_partials(gpu: &Gpu, pred: &Tensor, target: &Tensor) -> Result<(Op, LossSum)> {
     let n = pred.len();
     expect_len(target, n, "mse target")?;
-    expect_scalar(loss, "loss")?;
     let groups = partial_groups(n);
+    // (G) squared-error partials
     let partials = gpu.tensor("mse partials", &[groups])?;
     let params = PartialParams { groups: groups as u32, offset: 0, squares: 1, pad: 0 };
     let p = gpu.uniform("mse_loss params", &params);
     let part = gpu.op(&MSE_LOSS, &[T(pred), T(target), T(&partials), Uni(&p)], gpu.grid(groups as u32))?;
-    let mean = reduce::sum_final(gpu, &partials, groups, loss, Final::scaled(1.0 / n as f32))?;
-    Ok(vec![part, mean])
+    Ok((part, LossSum { partials, count: groups, scale: 1.0 / n as f32 }))
 }
 
 /// `grad = dloss[0] · 2(pred − target)/N`, dloss a 1-element GPU buffer.

@@ -11,8 +11,8 @@
 use super::split_sums::{split_reduce, PendingSums};
 use super::{Kernel, MATMUL as F, MATMUL_B16 as MATMUL_B16_FAMILY, R, RW, U};
 use crate::error::{KilnError, Result};
-use crate::gpu::Tensor;
 use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
+use crate::gpu::{Tensor, Uniform};
 
 pub const MATMUL: Kernel = Kernel { entry: "matmul", family: F, bindings: &[R, R, RW, U] };
 /// Bindings 4 and 5 are A and B again, read as vec4s for aligned products (a placeholder else).
@@ -254,7 +254,7 @@ fn split_product(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, desc: MatmulDesc
     Ok(vec![p.partials(gpu, a, b, &parts)?, split_reduce(gpu, &parts, c, p.splits, desc.accumulate)?])
 }
 
-fn validate(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, d: &MatmulDesc) -> Result<()> {
+pub(super) fn validate(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, d: &MatmulDesc) -> Result<()> {
     for (v, field) in [(d.m, "m"), (d.n, "n"), (d.k, "k"), (d.batch, "batch")] {
         if v == 0 {
             return Err(KilnError::invalid(field, "matmul dimensions must be at least 1"));
@@ -280,18 +280,49 @@ fn validate(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, d: &MatmulDesc) -> Re
 /// One dispatch of the `tile` kernel; with `splits` > 1, split s writes C + s * m·n.
 #[allow(clippy::too_many_arguments)]
 fn product(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, d: &MatmulDesc, tile: usize, splits: usize, k_chunk: usize) -> Result<Op> {
-    // Workgroups per matrix: output tiles, or 64-element groups for `matmul_small`.
-    let tiles = if tile == SMALL { super::groups_1d(d.m * d.n) as usize } else { d.m.div_ceil(tile) * d.n.div_ceil(tile) };
-    let [x, y, _] = gpu.grid(u32::try_from(tiles).map_err(|_| KilnError::invalid("m", "too many output tiles"))?);
-    // The 128 tile skips its range checks when no tile or k step reaches past the matrix.
-    let aligned = tile == 128
+    let Dispatch { uniform, groups, aligned } = dispatch(gpu, d, tile, splits, k_chunk)?;
+    let [small, big, mid] = match (d.b_f16, aligned) {
+        (false, false) => [&MATMUL_SMALL, &MATMUL_128, &MATMUL],
+        (false, true) => [&MATMUL_SMALL, &MATMUL_128_ALIGNED, &MATMUL],
+        (true, false) => [&MATMUL_SMALL_B16, &MATMUL_128_B16, &MATMUL_B16],
+        (true, true) => [&MATMUL_SMALL_B16, &MATMUL_128_ALIGNED_B16, &MATMUL_B16],
+    };
+    match tile {
+        SMALL => gpu.op(small, &[T(a), T(b), T(c), Uni(&uniform)], groups),
+        128 => {
+            // The vec4 bindings see A and B when the kernel reads them (aligned), else a placeholder.
+            let (a4, b4) = if aligned { (a.clone(), b.clone()) } else { (gpu.placeholder()?, gpu.placeholder()?) };
+            gpu.op(big, &[T(a), T(b), T(c), Uni(&uniform), T(&a4), T(&b4)], groups)
+        }
+        _ => gpu.op(mid, &[T(a), T(b), T(c), Uni(&uniform)], groups),
+    }
+}
+
+/// A product's uniform, its grid, and whether it runs aligned (the 128 tile with no edge tiles).
+pub(super) struct Dispatch {
+    pub uniform: Uniform,
+    pub groups: [u32; 3],
+    pub aligned: bool,
+}
+
+/// The 128 tile skips its range checks when no tile or k step reaches past the matrix.
+pub(super) fn aligned(d: &MatmulDesc, tile: usize, k_chunk: usize) -> bool {
+    tile == 128
         && d.m.is_multiple_of(128)
         && d.n.is_multiple_of(128)
         && d.k.is_multiple_of(8)
         && k_chunk.is_multiple_of(8)
         && d.stride_a.is_multiple_of(4)
         && d.stride_b.is_multiple_of(4)
-        && d.stride_c.is_multiple_of(4);
+        && d.stride_c.is_multiple_of(4)
+}
+
+/// The dispatch of a planned product (`tile`, `splits` chunks of `k_chunk`).
+pub(super) fn dispatch(gpu: &Gpu, d: &MatmulDesc, tile: usize, splits: usize, k_chunk: usize) -> Result<Dispatch> {
+    // Workgroups per matrix: output tiles, or 64-element groups for `matmul_small`.
+    let tiles = if tile == SMALL { super::groups_1d(d.m * d.n) as usize } else { d.m.div_ceil(tile) * d.n.div_ceil(tile) };
+    let [x, y, _] = gpu.grid(u32::try_from(tiles).map_err(|_| KilnError::invalid("m", "too many output tiles"))?);
+    let aligned = aligned(d, tile, k_chunk);
     let flags = u32::from(d.trans_a) * TRANS_A + u32::from(d.trans_b) * TRANS_B + u32::from(d.accumulate) * ACCUMULATE + u32::from(aligned) * ALIGNED;
     let params = MatmulParams {
         m: d.m as u32,
@@ -308,22 +339,7 @@ fn product(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, d: &MatmulDesc, tile: 
         split_stride: (d.m * d.n) as u32,
     };
     let uniform = gpu.uniform("matmul params", &params);
-    let groups = [x, y, (d.batch * splits) as u32];
-    let [small, big, mid] = match (d.b_f16, aligned) {
-        (false, false) => [&MATMUL_SMALL, &MATMUL_128, &MATMUL],
-        (false, true) => [&MATMUL_SMALL, &MATMUL_128_ALIGNED, &MATMUL],
-        (true, false) => [&MATMUL_SMALL_B16, &MATMUL_128_B16, &MATMUL_B16],
-        (true, true) => [&MATMUL_SMALL_B16, &MATMUL_128_ALIGNED_B16, &MATMUL_B16],
-    };
-    match tile {
-        SMALL => gpu.op(small, &[T(a), T(b), T(c), Uni(&uniform)], groups),
-        128 => {
-            // The vec4 bindings see A and B when the kernel reads them (aligned), else a placeholder.
-            let (a4, b4) = if aligned { (a.clone(), b.clone()) } else { (gpu.placeholder()?, gpu.placeholder()?) };
-            gpu.op(big, &[T(a), T(b), T(c), Uni(&uniform), T(&a4), T(&b4)], groups)
-        }
-        _ => gpu.op(mid, &[T(a), T(b), T(c), Uni(&uniform)], groups),
-    }
+    Ok(Dispatch { uniform, groups: [x, y, (d.batch * splits) as u32], aligned })
 }
 
 /// A packed-f16 B holds exactly one matrix of halves, even-sized batches aside: `ceil(k·n / 2)`

@@ -17,6 +17,7 @@ pub mod inspect;
 pub mod loss;
 pub mod matmul;
 mod matmul_plan;
+pub mod matmul_swiglu;
 pub mod metrics;
 pub mod mlp_fused;
 pub mod norm;
@@ -83,6 +84,7 @@ pub fn all_kernels() -> Vec<&'static Kernel> {
     [
         elementwise::KERNELS,
         matmul::KERNELS,
+        matmul_swiglu::KERNELS,
         norm::KERNELS,
         softmax::KERNELS,
         loss::KERNELS,

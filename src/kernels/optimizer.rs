@@ -5,6 +5,7 @@
 
 use std::marker::PhantomData;
 
+use super::loss::LossSum;
 use super::reduce::{self, expect_partials, expect_scalar, partial_groups, Final, PartialParams};
 use super::{expect_len, groups_1d, Kernel, OPTIMIZER as F, R, RW, U};
 use crate::error::{ensure, Result};
@@ -18,10 +19,11 @@ pub const SGD_UPDATE: Kernel = Kernel { entry: "sgd_update", family: F, bindings
 pub const GRADIENT_ACCUMULATE: Kernel = Kernel { entry: "gradient_accumulate", family: F, bindings: &[RW, R] };
 pub const GRADIENT_SCALE: Kernel = Kernel { entry: "gradient_scale", family: F, bindings: &[RW, U] };
 
+pub const LOSS_AND_GRAD_NORM: Kernel = Kernel { entry: "loss_and_grad_norm", family: F, bindings: &[R, R, RW, RW, U] };
 pub const LOSS_SCALE_UPDATE: Kernel = Kernel { entry: "loss_scale_update", family: F, bindings: &[R, RW, RW, U] };
 
 pub const KERNELS: &[&Kernel] =
-    &[&GRADIENT_NORM_SQUARED, &CLIP_GRAD_BY_NORM, &ADAMW_UPDATE, &SGD_UPDATE, &GRADIENT_ACCUMULATE, &GRADIENT_SCALE, &LOSS_SCALE_UPDATE];
+    &[&GRADIENT_NORM_SQUARED, &CLIP_GRAD_BY_NORM, &ADAMW_UPDATE, &SGD_UPDATE, &GRADIENT_ACCUMULATE, &GRADIENT_SCALE, &LOSS_AND_GRAD_NORM, &LOSS_SCALE_UPDATE];
 
 /// Mirrors `AdamParams` in optimizer.wgsl. PyTorch AdamW semantics; `t` is the step number
 /// (1 on the first update), `max_norm` 0 disables clipping.
@@ -147,6 +149,39 @@ pub fn grad_norm_squared(gpu: &Gpu, grads: &[&Tensor], partials: &Tensor, norm_s
         offset += partial_groups(g.len());
     }
     ops.push(reduce::sum_final(gpu, partials, offset, norm_sq, Final::scaled(1.0))?);
+    Ok(ops)
+}
+
+/// Mirrors `LossNormParams` in optimizer.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+struct LossNormParams {
+    norm_count: u32,
+    loss_count: u32,
+    loss_scale: f32,
+    pad: u32,
+}
+
+/// `grad_norm_squared` whose final sum also finishes the step's loss: `loss[0] = scale · Σ` of
+/// `pending`'s partials (None: `loss` already holds it), and a non-finite loss makes `norm_sq`
+/// non-finite, so the update skips the step. One dispatch for what was three.
+pub fn grad_norm_and_loss(gpu: &Gpu, grads: &[&Tensor], partials: &Tensor, norm_sq: &Tensor, loss: &Tensor, pending: Option<&LossSum>) -> Result<Vec<Op>> {
+    let mut ops = grad_norm_squared(gpu, grads, partials, norm_sq)?;
+    ops.pop(); // its sum_final, replaced by the combined one
+    expect_scalar(loss, "loss")?;
+    let norm_count = norm_partials_len(grads);
+    let (loss_partials, loss_count, loss_scale) = match pending {
+        Some(s) => {
+            ensure(s.count >= 1 && s.count <= s.partials.len(), s.partials.name(), || {
+                format!("loss partials: count must be 1..={}, got {}", s.partials.len(), s.count)
+            })?;
+            (s.partials.clone(), s.count, s.scale)
+        }
+        None => (gpu.placeholder()?, 0, 1.0),
+    };
+    let params = LossNormParams { norm_count: norm_count as u32, loss_count: loss_count as u32, loss_scale, pad: 0 };
+    let p = gpu.uniform("loss_and_grad_norm params", &params);
+    ops.push(gpu.op(&LOSS_AND_GRAD_NORM, &[T(partials), T(&loss_partials), T(loss), T(norm_sq), Uni(&p)], [1, 1, 1])?);
     Ok(ops)
 }
 

@@ -10,9 +10,10 @@ use crate::gpu::Tensor;
 use crate::gpu::{Gpu, Op};
 use crate::kernels::attention::{attention_backward, attention_forward, AttentionDims};
 use crate::kernels::conv::{conv1d_backward_input, conv1d_backward_weight, conv1d_shaped, ConvShape};
-use crate::kernels::elementwise::{silu_gate, silu_gate_backward};
-use crate::kernels::embedding::{embedding_backward, embedding_forward};
+use crate::kernels::elementwise::silu_gate;
+use crate::kernels::embedding::{embedding_backward, embedding_rms_norm};
 use crate::kernels::matmul::{matmul_ops, matmul_ops_pending, matmul_unreduced, split_partials_len, Adapter, MatmulDesc, Unreduced};
+use crate::kernels::matmul_swiglu::SwigluInputGrad;
 use crate::kernels::norm::{rms_norm, rms_norm_backward, rms_norm_residual, rms_norm_residual_unreduced, weight_partials_len, NormGrads};
 use crate::kernels::quant::fp32_to_fp16;
 use crate::kernels::rope::{rope, RopeConfig};
@@ -97,8 +98,7 @@ impl LlamaConfig {
             fwd.push(fp32_to_fp16(gpu, &p.weights, w16)?);
         }
         let (mut x, mut rstd1, mut n1) = acts.stream(gpu, "x0")?;
-        fwd.push(embedding_forward(gpu, &tokens, &p.weight("wte"), &x)?);
-        fwd.push(rms_norm(gpu, &x, &p.weight("blocks.0.attn_norm"), &n1, &rstd1, eps)?);
+        fwd.push(embedding_rms_norm(gpu, &tokens, &p.weight("wte"), &p.weight("blocks.0.attn_norm"), (&x, &n1, &rstd1), eps)?);
         let mut blocks: Vec<(BlockActs, Option<Stash>)> = vec![];
         let mut taps = Taps::default();
         for l in 0..cfg.layers {
@@ -193,9 +193,11 @@ fn backward(
     let (c, f, v) = (cfg.d_model, cfg.hidden, cfg.vocab);
     let n = dims.batch * dims.seq;
     let tensor = |name: &str, shape: &[usize]| gpu.tensor(name, shape);
-    // Scratch shared by every block: (N, C) ×3, (N, F), (N, 2F), (N, 3C), (B, H, T).
+    // Scratch shared by every block: (N, C) ×3, (N, 2F), (N, 3C), (B, H, T), and (N, F) dg
+    // where down's input gradient does not fuse with the SwiGLU backward (SwigluInputGrad).
     let (dx, dn, datt) = (tensor("dx", &[n, c])?, tensor("dn", &[n, c])?, tensor("datt", &[n, c])?);
-    let (dg, dup_gate) = (tensor("dg", &[n, f])?, tensor("dup_gate", &[n, 2 * f])?);
+    let dup_gate = tensor("dup_gate", &[n, 2 * f])?;
+    let swiglu_grad = SwigluInputGrad::new(gpu, weight(&p.linear("blocks.0.down"), input_grad(n, c, f)).1)?;
     let (dqkv, delta) = (tensor("dqkv", &[n, 3 * c])?, tensor("delta", &[dims.lse_len()])?);
     // (N, C) d(short conv output), when there is one.
     let dconv = if cfg.short_conv { Some(tensor("dconv", &[n, c])?) } else { None };
@@ -219,8 +221,11 @@ fn backward(
             ops.push(silu_gate(gpu, &b.up_gate, &b.g, f)?);
         }
         // MLP: dx holds d(x2) = d(x1 + down).
-        ops.extend(linear_backward(gpu, &p.linear(&name("down")), &b.g, &dx, &dg, (n, c, f), &mut pending)?);
-        ops.push(silu_gate_backward(gpu, &b.up_gate, &dg, &dup_gate, f)?);
+        let down = p.linear(&name("down"));
+        ops.extend(weight_grad_ops(gpu, &down, &b.g, &dx, (n, c, f), &mut pending)?);
+        // dg = dx·W_down, turned into d[up; gate] as it is stored (or by silu_gate_backward).
+        let (w_down, _) = weight(&down, input_grad(n, c, f));
+        ops.extend(swiglu_grad.ops(gpu, &dx, &w_down, &b.up_gate, &dup_gate)?);
         // One product each for d[up; gate] and dn (its k runs over both halves).
         let (step, dn_parts) = linear_backward_unreduced(gpu, &p.joined(&name("up")), &b.n2, &dup_gate, &dn, (n, 2 * f, c), &mut pending)?;
         ops.extend(step);

@@ -5,7 +5,7 @@
 
 use crate::error::Result;
 use crate::gpu::{Gpu, Op, Tensor};
-use crate::kernels::loss::{cross_entropy, mse_loss, mse_loss_backward};
+use crate::kernels::loss::{cross_entropy_rows, mse_loss_backward, mse_loss_partials, LossSum};
 use crate::model::params::ParamStore;
 use crate::model::{ModelConfig, Net, Taps};
 
@@ -19,39 +19,45 @@ pub struct TrainingPass {
     /// (rows, outputs) the loss gradient the backward starts from, and the index in `ops` of
     /// the backward's first dispatch (None for the fused pass): where a loss scale goes.
     pub d_output: Option<(Tensor, usize)>,
+    /// The batch's loss as partials the optimizer's closing sum averages into `loss` (None: the
+    /// fused pass writes `loss` itself).
+    pub loss_sum: Option<LossSum>,
 }
 
 impl ModelConfig {
     /// The pass for `batch` examples. `targets`: (rows) labels or next tokens, or (rows, 1)
-    /// regression targets; `loss`: (1) the batch's mean loss, written by the pass.
+    /// regression targets; `loss`: (1) the batch's mean loss, written by the fused pass (the
+    /// others leave it as `loss_sum`).
     pub fn training_pass(&self, gpu: &Gpu, params: &ParamStore, batch: usize, targets: &Tensor, loss: &Tensor, regression: bool) -> Result<TrainingPass> {
         if let ModelConfig::Mlp(m) = self {
             if m.fusable() {
                 // (B, input_dim)
                 let input = gpu.tensor("mlp input", &[batch, m.input_dim])?;
                 let ops = m.fused_pass(gpu, params, &input, targets, loss, regression)?;
-                return Ok(TrainingPass { input, ops, taps: Taps::default(), d_output: None });
+                return Ok(TrainingPass { input, ops, taps: Taps::default(), d_output: None, loss_sum: None });
             }
         }
         let net = self.build(gpu, params, batch, true)?;
-        let loss_ops = loss_ops(gpu, &net, targets, loss, regression)?;
+        let (loss_ops, loss_sum) = loss_ops(gpu, &net, targets, regression)?;
         let Net { input, forward, backward, taps, d_output, .. } = net;
         let backward_at = forward.len() + loss_ops.len();
-        Ok(TrainingPass { input, ops: forward.into_iter().chain(loss_ops).chain(backward).collect(), taps, d_output: Some((d_output, backward_at)) })
+        let ops = forward.into_iter().chain(loss_ops).chain(backward).collect();
+        Ok(TrainingPass { input, ops, taps, d_output: Some((d_output, backward_at)), loss_sum: Some(loss_sum) })
     }
 }
 
-/// Mean squared error or cross-entropy of the net's output, writing `loss` and `d_output`.
-fn loss_ops(gpu: &Gpu, net: &Net, targets: &Tensor, loss: &Tensor, regression: bool) -> Result<Vec<Op>> {
+/// Mean squared error or cross-entropy of the net's output: writes `d_output`, and leaves the
+/// mean loss as partials for the optimizer's closing sum.
+fn loss_ops(gpu: &Gpu, net: &Net, targets: &Tensor, regression: bool) -> Result<(Vec<Op>, LossSum)> {
     if regression {
         // (1) d loss / d loss = 1, the seed of the backward pass
         let dloss = gpu.tensor_from("dloss", &[1], &[1.0f32])?;
-        let mut ops = mse_loss(gpu, &net.output, targets, loss)?;
-        ops.push(mse_loss_backward(gpu, &net.output, targets, &dloss, &net.d_output)?);
-        Ok(ops)
+        let (partials, sum) = mse_loss_partials(gpu, &net.output, targets)?;
+        Ok((vec![partials, mse_loss_backward(gpu, &net.output, targets, &dloss, &net.d_output)?], sum))
     } else {
-        // (rows) each row's cross-entropy, averaged into `loss`
+        // (rows) each row's cross-entropy
         let row_loss = gpu.tensor("row loss", &[net.output.shape()[0]])?;
-        cross_entropy(gpu, &net.output, targets, &row_loss, loss, &net.d_output)
+        let (op, sum) = cross_entropy_rows(gpu, &net.output, targets, &row_loss, &net.d_output)?;
+        Ok((vec![op], sum))
     }
 }

@@ -107,11 +107,11 @@ impl Session {
         let regression = data.points(false).is_some_and(|p| p.labels.is_empty());
         // (rows) labels / next tokens, or (rows, 1) regression targets
         let targets = if regression { gpu.tensor("targets", &[rows, 1])? } else { gpu.tensor("targets", &[rows])? };
-        // (1) mean loss of the current batch, read by the metrics kernel
+        // (1) mean loss of the current batch (finished by the optimizer's closing sum unless the
+        // fused pass writes it), read by the metrics kernel
         let loss = gpu.tensor("loss", &[1])?;
         let mut pass = cfg.model.training_pass(&gpu, &params, cfg.batch, &targets, &loss, regression)?;
-        let mut optimizer = Optimizer::new(&gpu, &params, cfg.optimizer.clone())?;
-        optimizer.guard_loss(&gpu, &loss)?;
+        let mut optimizer = Optimizer::new(&gpu, &params, cfg.optimizer.clone(), &loss, pass.loss_sum.as_ref())?;
         let loss_scale = match (&pass.d_output, cfg.model.mixed()) {
             (Some((d_output, backward_at)), true) => {
                 let scaler = LossScaler::new(&gpu, d_output, &params.grads, &optimizer.norm_sq, METRIC_SLOTS)?;

@@ -56,6 +56,7 @@ fn every_kernel_has_a_gpu_vs_reference_check() {
             elementwise::huge_silu,
             matmul::run,
             matmul::two_d_grid,
+            matmul_swiglu::run,
             norm::run,
             softmax::run,
             loss::run,

@@ -1,11 +1,14 @@
 //! GPU-vs-reference checks for shaders/embedding.wgsl, the host-side token check, and a
 //! finite-difference check of the reference backward.
 //!
-//! Tolerances: the forward copies floats, so it must match exactly. The backward adds up to
+//! Tolerances: the forward copies floats, so it must match exactly; the fused lookup + norm
+//! must have rms_norm's bits (same sums), and against the f64 norm rms_norm's own tolerance
+//! (a 256-term sum of squares and a sqrt: rtol 1e-5). The backward adds up to
 //! ~250 dout rows of values in [-1, 1] per dtable element in f32 (ascending n, like the
 //! reference but rounded at each step): about sqrt(250)·|sum|·6e-8, so atol 1e-4 + rtol 1e-5.
 
 use kiln::kernels::embedding::{self as emb, reference};
+use kiln::kernels::norm::reference::rms_norm as rms_norm_ref;
 use kiln::{Gpu, KilnError};
 
 use crate::common::*;
@@ -40,6 +43,20 @@ pub async fn run(gpu: &Gpu, c: &mut Checks) {
         let want = to32(&reference::embedding_forward(&tok, &table64, ch));
         c.exact("embedding_forward", &label, &read(gpu, &out).await, &want);
 
+        // Looked up and normed in one dispatch: x exact, out and rstd with rms_norm's bits.
+        let (w, w64) = random_tensor(gpu, &mut rng, "norm weight", &[ch], 0.5, 1.5);
+        let (x, normed, rstd) = (gpu.tensor("x", &[n, ch]).unwrap(), gpu.tensor("n", &[n, ch]).unwrap(), gpu.tensor("rstd", &[n]).unwrap());
+        gpu.run(&[&emb::embedding_rms_norm(gpu, &tt, &table, &w, (&x, &normed, &rstd), 1e-5).unwrap()]).unwrap();
+        c.exact("embedding_rms_norm", &format!("x, {label}"), &read(gpu, &x).await, &want);
+        let (n64, r64) = rms_norm_ref(&f64s(&want), &w64, 1e-5);
+        c.close("embedding_rms_norm", &format!("normed, {label}"), &read(gpu, &normed).await, &n64, 1e-6, 1e-5);
+        c.close("embedding_rms_norm", &format!("rstd, {label}"), &read(gpu, &rstd).await, &r64, 0.0, 1e-5);
+        let (n2, r2) = (gpu.tensor("n2", &[n, ch]).unwrap(), gpu.tensor("rstd2", &[n]).unwrap());
+        gpu.run(&[&kiln::kernels::norm::rms_norm(gpu, &out, &w, &n2, &r2, 1e-5).unwrap()]).unwrap();
+        let bits = |v: Vec<f32>| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
+        c.exact("embedding_rms_norm", &format!("rms_norm's bits, {label}"), &bits(read(gpu, &normed).await), &bits(read(gpu, &n2).await));
+        c.exact("embedding_rms_norm", &format!("rms_norm's rstd bits, {label}"), &bits(read(gpu, &rstd).await), &bits(read(gpu, &r2).await));
+
         // dtable starts non-zero: the backward accumulates.
         let (dout, dout64) = random_tensor(gpu, &mut rng, "dout", &[n, ch], -1.0, 1.0);
         let (dtable, dtable0) = random_tensor(gpu, &mut rng, "dtable", &[vocab, ch], -1.0, 1.0);
@@ -69,6 +86,10 @@ pub async fn run(gpu: &Gpu, c: &mut Checks) {
     assert_eq!(field(emb::embedding_forward(gpu, &tt, &table, &odd)), "odd");
     assert_eq!(field(emb::embedding_forward(gpu, &tt, &odd, &out)), "odd");
     assert_eq!(field(emb::embedding_backward(gpu, &out, &tt, &odd)), "odd");
+    let (w, rstd) = (gpu.tensor("w", &[3]).unwrap(), gpu.tensor("rstd", &[4]).unwrap());
+    assert_eq!(field(emb::embedding_rms_norm(gpu, &tt, &table, &odd, (&out, &out, &rstd), 1e-5)), "odd");
+    assert_eq!(field(emb::embedding_rms_norm(gpu, &tt, &table, &w, (&out, &out, &odd), 1e-5)), "odd");
+    assert_eq!(field(emb::embedding_rms_norm(gpu, &tt, &table, &w, (&out, &out, &rstd), 0.0)), "eps");
 }
 
 crate::device_test!(embedding_kernels_match_reference, run, checks);

@@ -17,6 +17,7 @@ mod embedding;
 mod inspect;
 mod loss;
 mod matmul;
+mod matmul_swiglu;
 mod metrics;
 mod mlp_fused;
 mod norm;

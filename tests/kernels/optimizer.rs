@@ -1,8 +1,8 @@
 //! GPU-vs-reference checks for shaders/optimizer.wgsl: the gradient norm² over several tensors
 //! (partials and total), clipping by a GPU-side norm, AdamW and SGD over several steps with
 //! changing lr and t (with and without on-the-fly clipping) against f64 reference loops, the
-//! NaN guard (a non-finite norm leaves weights and state bit-for-bit unchanged), and
-//! gradient accumulate/scale.
+//! NaN guard (a non-finite norm leaves weights and state bit-for-bit unchanged), the step's
+//! closing sum of loss and norm, and gradient accumulate/scale.
 //!
 //! Tolerances: norm² sums non-negative terms, relative error ≤ depth·2^-24 (depth ≤ 31): rtol
 //! 4e-6, partials atol 2e-6·Σg². Clipping adds half that through the sqrt: rtol 1e-5. Optimizer
@@ -10,6 +10,7 @@
 //! 1 − β2^t is ~3e-5 relative off at small t in f32 (β2^t rounds near 1): w atol 2e-6 (lr 1e-2),
 //! m, v rtol 2e-5. Accumulate/scale are one rounding: rtol 1e-6.
 
+use kiln::kernels::loss::LossSum;
 use kiln::kernels::optimizer::{self as opt, reference, AdamWParams, SgdParams};
 use kiln::kernels::reduce;
 use kiln::{Gpu, Op, Tensor};
@@ -63,6 +64,45 @@ async fn norm_and_clip(gpu: &Gpu, c: &mut Checks) {
         gpu.run(&[&opt::clip_grad_by_norm(gpu, g, &norm_sq, 1.0).unwrap()]).unwrap();
         c.exact("clip_grad_by_norm", "NaN norm: untouched", &gpu.read_u32(g).await.unwrap(), &before);
     }
+}
+
+/// The step's closing sums: `loss_and_grad_norm` gives the norm² `grad_norm_squared` gives (bit
+/// for bit: the same tree), the mean of the loss partials (rtol 4e-6, as the norm), and a
+/// non-finite loss makes the norm non-finite; with no partials it leaves the loss as written.
+async fn loss_and_grad_norm(gpu: &Gpu, c: &mut Checks) {
+    let mut rng = Rng::new(37);
+    let (g, _) = random_tensor(gpu, &mut rng, "g", &[4_099], -1.0, 1.0);
+    let partials = gpu.tensor("partials", &[opt::norm_partials_len(&[&g])]).unwrap();
+    let (norm_sq, loss) = (gpu.tensor("norm_sq", &[1]).unwrap(), gpu.tensor("loss", &[1]).unwrap());
+    gpu.run(&refs(&opt::grad_norm_squared(gpu, &[&g], &partials, &norm_sq).unwrap())).unwrap();
+    let norm_bits = gpu.read_u32(&norm_sq).await.unwrap();
+    for rows in [1, 300, 1_000] {
+        let (row_loss, r64) = random_tensor(gpu, &mut rng, "row loss", &[rows], 0.0, 4.0);
+        let sum = LossSum { partials: row_loss.clone(), count: rows, scale: 1.0 / rows as f32 };
+        let ops = opt::grad_norm_and_loss(gpu, &[&g], &partials, &norm_sq, &loss, Some(&sum)).unwrap();
+        assert_eq!(ops.len(), 2, "one partials dispatch and one closing sum");
+        gpu.run(&refs(&ops)).unwrap();
+        c.exact("loss_and_grad_norm", &format!("norm² bits, {rows} rows"), &gpu.read_u32(&norm_sq).await.unwrap(), &norm_bits);
+        let mean = r64.iter().sum::<f64>() / rows as f64;
+        c.close("loss_and_grad_norm", &format!("mean loss, {rows} rows"), &read(gpu, &loss).await, &[mean], 0.0, 4e-6);
+        for bad in [f32::NAN, f32::INFINITY] {
+            gpu.write(&row_loss, &vec![bad; 1].into_iter().chain(std::iter::repeat_n(1.0, rows - 1)).collect::<Vec<_>>()).unwrap();
+            gpu.run(&refs(&ops)).unwrap();
+            let norm = read(gpu, &norm_sq).await[0];
+            assert!(!norm.is_finite(), "a {bad} row loss must make norm² non-finite, got {norm}");
+            c.pass("loss_and_grad_norm");
+        }
+    }
+    // No partials: the loss the pass wrote stays, and still guards the norm.
+    let ops = opt::grad_norm_and_loss(gpu, &[&g], &partials, &norm_sq, &loss, None).unwrap();
+    gpu.write(&loss, &[2.5f32]).unwrap();
+    gpu.run(&refs(&ops)).unwrap();
+    c.exact("loss_and_grad_norm", "written loss kept", &read(gpu, &loss).await, &[2.5]);
+    c.exact("loss_and_grad_norm", "written loss: norm² bits", &gpu.read_u32(&norm_sq).await.unwrap(), &norm_bits);
+    gpu.write(&loss, &[f32::NAN]).unwrap();
+    gpu.run(&refs(&ops)).unwrap();
+    assert!(read(gpu, &norm_sq).await[0].is_nan(), "a NaN written loss must make norm² NaN");
+    c.pass("loss_and_grad_norm");
 }
 
 /// Reads weights and state as raw bits, for the bit-for-bit NaN-guard checks.
@@ -253,6 +293,7 @@ async fn loss_scale(gpu: &Gpu, c: &mut Checks) {
 
 pub async fn run(gpu: &Gpu, c: &mut Checks) {
     norm_and_clip(gpu, c).await;
+    loss_and_grad_norm(gpu, c).await;
     loss_scale(gpu, c).await;
     adamw(gpu, c).await;
     sgd(gpu, c).await;
