@@ -17,6 +17,11 @@ const SPLIT_MIN_MACS: u64 = 1 << 26;
 
 /// Shortest k chunk of a split: shorter ones spend more on the partials than they save.
 const SPLIT_MIN_CHUNK: usize = 128;
+/// The 128 tile's shortest chunk of a long k (≥ `LONG_K`, weight gradients over the tokens):
+/// llama-small's dW proj ((256, 256) over k = 4096) took 30.8 µs split 64 ways on it against
+/// 44.3 split 32 ways on the 64 tile (H200).
+const SPLIT_MIN_CHUNK_128: usize = 64;
+const LONG_K: usize = 2048;
 
 /// 128x128 output tiles from which the 128 kernel beats the 64 one without a split (measured
 /// on an H200: 192 tiles of a (4096, 768) output already favour it).
@@ -32,6 +37,14 @@ const SMALL_MAX_K_GPU: usize = 64;
 const SMALL_MAX_K_CPU: usize = 1024;
 /// The `tile` that names `matmul_small` (in `MatmulDesc::tile` and `plan`).
 pub const SMALL: usize = 1;
+/// The `tile` that names `matmul_lean` (64x64 tiles of 64 threads, aligned products only).
+pub const LEAN: usize = 2;
+
+/// Workgroups of the 128 tile under which an aligned product runs on `matmul_lean` instead, on
+/// GPUs: fewer than one per multiprocessor of an H200 (132) leaves some idle. llama-small's
+/// projections (64 tiles) took 30.2 µs on the lean tile against 36.0 on the 128 one; its qkv
+/// (192 tiles) 65.5 against 63.4, so it stays.
+const LEAN_BELOW_GROUPS: usize = 132;
 
 /// Largest split-K scratch buffer, in elements (64 MiB).
 const SPLIT_MAX_SCRATCH: u64 = 1 << 24;
@@ -66,7 +79,7 @@ pub fn plan(d: &MatmulDesc, allow_split: bool, adapter: Adapter) -> (usize, usiz
                 (128, 1)
             } else if !can_split {
                 (64, 1)
-            } else if d.k / s128 >= SPLIT_MIN_CHUNK {
+            } else if d.k / s128 >= SPLIT_MIN_CHUNK || (d.k >= LONG_K && d.k / s128 >= SPLIT_MIN_CHUNK_128) {
                 (128, s128)
             } else if tiles(64) < SPLIT_TARGET_GROUPS {
                 (64, s64.min(d.k / SPLIT_MIN_CHUNK).max(1))
@@ -84,7 +97,7 @@ pub fn plan(d: &MatmulDesc, allow_split: bool, adapter: Adapter) -> (usize, usiz
         }
     };
     let tile = match tile {
-        SMALL | 128 => tile,
+        SMALL | LEAN | 128 => tile,
         _ => 64,
     };
     let mut splits = if allow_split && d.batch == 1 { splits } else { 1 };
@@ -95,7 +108,32 @@ pub fn plan(d: &MatmulDesc, allow_split: bool, adapter: Adapter) -> (usize, usiz
     }
     let k_chunk = d.k.div_ceil(splits).next_multiple_of(KT);
     let splits = d.k.div_ceil(k_chunk);
+    // Unsplit products planned for the 64 tile (4x4 a thread) also go lean (8x8 a thread).
+    let few =
+        d.tile.is_none() && adapter == Adapter::Gpu && ((tile == 128 && tiles(128) * splits < LEAN_BELOW_GROUPS) || (tile == 64 && splits == 1)) && !lean_off();
+    let tile = match tile {
+        _ if (few || tile == LEAN) && lean_fits(d, k_chunk) => LEAN,
+        LEAN => 128, // asked for, but the product is not one it takes
+        _ => tile,
+    };
     (tile, splits, k_chunk)
+}
+
+/// `matmul_lean` takes aligned products of f32 operands, one batch.
+fn lean_fits(d: &MatmulDesc, k_chunk: usize) -> bool {
+    !d.b_f16 && d.batch == 1 && super::matmul::aligned(d, LEAN, k_chunk)
+}
+
+/// `KILN_MATMUL_LEAN=0` natively keeps such products on the 128 tile, for A/B measurements.
+fn lean_off() -> bool {
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        std::env::var("KILN_MATMUL_LEAN").is_ok_and(|v| v == "0")
+    }
+    #[cfg(target_arch = "wasm32")]
+    {
+        false
+    }
 }
 
 /// The kind of adapter a plan is for: some choices differ on CPU implementations of WebGPU

@@ -5,7 +5,7 @@
 //! growing like sqrt(K) · eps · (typical partial sum); atol = 4e-6·sqrt(K) (K = 200 → 5.7e-5)
 //! with rtol 1e-5 covers any summation order, while a wrong index gives errors of order 0.1.
 
-use kiln::kernels::matmul::{self as mm, reference, MatmulDesc, Unreduced, SMALL};
+use kiln::kernels::matmul::{self as mm, reference, MatmulDesc, Unreduced, LEAN, SMALL};
 use kiln::kernels::norm;
 use kiln::kernels::quant::reference as qref;
 use kiln::kernels::split_sums::PendingSums;
@@ -66,14 +66,30 @@ async fn all_variants(gpu: &Gpu, c: &mut Checks) {
         // alpha scales only the product, not the accumulated C.
         check(gpu, c, &mut rng, MatmulDesc::new(20, 9, 33).alpha(-0.5).accumulate().tile(tile), "alpha").await;
     }
+    // The lean tile takes aligned products (m, n multiples of 64, k of 8); split below.
+    for &(m, n, k) in &[(64, 64, 8), (128, 192, 24), (192, 64, 136)] {
+        for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
+            for acc in [false, true] {
+                let mut d = MatmulDesc::new(m, n, k).tile(LEAN).alpha(if acc { 0.5 } else { 1.0 });
+                (d.trans_a, d.trans_b, d.accumulate) = (ta, tb, acc);
+                check(gpu, c, &mut rng, d, "lean").await;
+            }
+        }
+    }
+    // Asked for on a product it cannot take (unaligned, or B as packed f16), the lean tile
+    // gives way to the 128 one.
+    assert_eq!(mm::plan(&MatmulDesc::new(100, 64, 8).tile(LEAN), true, mm::Adapter::Gpu).0, 128);
+    assert_eq!(mm::plan(&MatmulDesc::new(64, 64, 8).tile(LEAN).b_f16(), true, mm::Adapter::Gpu).0, 128);
 }
 
 /// Split-K on both tiles: k chunks of a multiple of 16 with a ragged last chunk, with and
 /// without accumulate and transposes (the weight-gradient form is trans_a + accumulate).
 async fn split_k(gpu: &Gpu, c: &mut Checks) {
     let mut rng = Rng::new(16);
-    for tile in [64, 128] {
-        for (m, n, k, splits) in [(37, 53, 300, 3), (64, 64, 1000, 7), (130, 70, 97, 2)] {
+    for tile in [64, 128, LEAN] {
+        let shapes =
+            if tile == LEAN { [(64, 128, 1000, 7), (128, 64, 304, 3), (64, 64, 96, 2)] } else { [(37, 53, 300, 3), (64, 64, 1000, 7), (130, 70, 97, 2)] };
+        for (m, n, k, splits) in shapes {
             for (ta, tb, acc) in [(false, false, false), (true, false, true), (false, true, true), (true, true, false)] {
                 let mut d = MatmulDesc::new(m, n, k).tile(tile).splits(splits).alpha(0.75);
                 (d.trans_a, d.trans_b, d.accumulate) = (ta, tb, acc);
@@ -87,9 +103,11 @@ async fn split_k(gpu: &Gpu, c: &mut Checks) {
     assert!(splits > 1, "a 128x128x4096 weight gradient should split, got {splits}");
     // `matmul` (one dispatch) never splits.
     assert_eq!(mm::plan(&d, false, mm::Adapter::Gpu).1, 1);
-    // A big product whose k is too short to split takes the 128 tile, whole, on a GPU.
+    // A big product whose k is too short to split takes the 128 tile, whole, on a GPU, or the
+    // lean one when it has too few 128 tiles to fill one (64 here); CPU adapters the 64 tile.
     let short_k = MatmulDesc::new(4096, 256, 256).trans_b();
-    assert_eq!(mm::plan(&short_k, true, mm::Adapter::Gpu), (128, 1, 256));
+    assert_eq!(mm::plan(&short_k, true, mm::Adapter::Gpu), (LEAN, 1, 256));
+    assert_eq!(mm::plan(&MatmulDesc::new(4096, 1024, 256), true, mm::Adapter::Gpu), (128, 1, 256));
     assert_eq!(mm::plan(&short_k, true, mm::Adapter::Cpu), (64, 1, 256));
     check_split(gpu, c, &mut rng, d, "auto split-K").await;
     // A batched product never splits.
