@@ -56,8 +56,6 @@ const MM_KT: u32 = 16u;   // k per workgroup-memory step
 // once (mm_store4's scalar stores cost matmul_128 20-40% on the k = 256 products of llama-small
 // on an H200). Each entry point uses one of the two declarations of binding 2.
 @group(0) @binding(2) var<storage, read_write> mm_c4: array<vec4<f32>>;
-// matmul_128_swiglu_backward only: a SwiGLU's (rows, 2F) input [up | gate], as vec4s.
-@group(0) @binding(6) var<storage, read> mm_glu: array<vec4<f32>>;
 
 // Which batch, split and k range workgroup row wg.z computes; valid == false for grid padding.
 struct MmSlot {
@@ -282,12 +280,8 @@ struct MmAcc {
     c60: vec4<f32>, c61: vec4<f32>, c70: vec4<f32>, c71: vec4<f32>,
 }
 
-// Adds k row kk of buffer `buf` (0 or 1) to the block: op(A)[rows, kk] times op(B)[kk, columns].
-fn mm_big_kstep(c: ptr<function, MmAcc>, buf: u32, kk: u32, tx: u32, ty: u32) {
-    let a0 = mm_big[buf][kk][ty];
-    let a1 = mm_big[buf][kk][16u + ty];
-    let b0 = mm_big[MM_BIG_B + buf][kk][tx];
-    let b1 = mm_big[MM_BIG_B + buf][kk][16u + tx];
+// The block's outer-product step: rows a0 (4) and a1 (4) times columns b0 (4) and b1 (4).
+fn mm_fma_8x8(c: ptr<function, MmAcc>, a0: vec4<f32>, a1: vec4<f32>, b0: vec4<f32>, b1: vec4<f32>) {
     (*c).c00 = fma(vec4(a0.x), b0, (*c).c00); (*c).c01 = fma(vec4(a0.x), b1, (*c).c01);
     (*c).c10 = fma(vec4(a0.y), b0, (*c).c10); (*c).c11 = fma(vec4(a0.y), b1, (*c).c11);
     (*c).c20 = fma(vec4(a0.z), b0, (*c).c20); (*c).c21 = fma(vec4(a0.z), b1, (*c).c21);
@@ -296,6 +290,11 @@ fn mm_big_kstep(c: ptr<function, MmAcc>, buf: u32, kk: u32, tx: u32, ty: u32) {
     (*c).c50 = fma(vec4(a1.y), b0, (*c).c50); (*c).c51 = fma(vec4(a1.y), b1, (*c).c51);
     (*c).c60 = fma(vec4(a1.z), b0, (*c).c60); (*c).c61 = fma(vec4(a1.z), b1, (*c).c61);
     (*c).c70 = fma(vec4(a1.w), b0, (*c).c70); (*c).c71 = fma(vec4(a1.w), b1, (*c).c71);
+}
+
+// Adds k row kk of buffer `buf` (0 or 1) to the block: op(A)[rows, kk] times op(B)[kk, columns].
+fn mm_big_kstep(c: ptr<function, MmAcc>, buf: u32, kk: u32, tx: u32, ty: u32) {
+    mm_fma_8x8(c, mm_big[buf][kk][ty], mm_big[buf][kk][16u + ty], mm_big[MM_BIG_B + buf][kk][tx], mm_big[MM_BIG_B + buf][kk][16u + tx]);
 }
 
 // A workgroup's 128x128 tile: thread (tx, ty)'s 8x8 block `c` of it, for the entry points to
@@ -374,20 +373,9 @@ fn matmul_128(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) 
     mm_store4(o, r1 + 3u, q0, c.c70); mm_store4(o, r1 + 3u, q1, c.c71);
 }
 
-// matmul_128 for aligned products (MM_ALIGNED), storing C as vec4s. Its stores repeat
-// matmul_128's with the other store function: one function for both would make each entry
-// point use both declarations of binding 2, which WGSL refuses.
-@compute @workgroup_size(256)
-fn matmul_128_aligned(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>,
-                      @builtin(num_workgroups) nwg: vec3<u32>) {
-    let b = mm_big_block(lid, wg, nwg);
-    if (!b.valid) { return; }
-    let r0 = b.row0 + b.ty * 4u;
-    let r1 = b.row0 + 64u + b.ty * 4u;
-    let q0 = b.col0 + b.tx * 4u;
-    let q1 = b.col0 + 64u + b.tx * 4u;
-    let o = b.c_off;
-    let c = b.c;
+// A thread's 8x8 block as vec4 stores (matmul_128_aligned, matmul_lean): rows r0 .. r0 + 3 and
+// r1 .., columns q0 .. q0 + 3 and q1 ...
+fn mm_store_block4(o: u32, r0: u32, r1: u32, q0: u32, q1: u32, c: MmAcc) {
     mm_store_vec4(o, r0, q0, c.c00); mm_store_vec4(o, r0, q1, c.c01);
     mm_store_vec4(o, r0 + 1u, q0, c.c10); mm_store_vec4(o, r0 + 1u, q1, c.c11);
     mm_store_vec4(o, r0 + 2u, q0, c.c20); mm_store_vec4(o, r0 + 2u, q1, c.c21);
@@ -398,39 +386,13 @@ fn matmul_128_aligned(@builtin(local_invocation_index) lid: u32, @builtin(workgr
     mm_store_vec4(o, r1 + 3u, q0, c.c70); mm_store_vec4(o, r1 + 3u, q1, c.c71);
 }
 
-// The input gradient of a SwiGLU's down projection with silu_gate_backward (elementwise.wgsl) as
-// its epilogue: the product is dg (rows, F) = dy·W_down, and instead of storing it each thread
-// turns its vec4s of dg into d[up | gate] (binding 2, (rows, 2F)) with [up | gate] (binding 6):
-//   d gate = dg·up·σ(up),  d up = dg·gate·σ(up)·(1 + up·(1 − σ(up))).
-// Aligned products only (F a multiple of 128), unsplit, not accumulating: one dispatch and no
-// pass of dg through memory instead of two.
-fn mm_store_swiglu_backward(row: u32, col: u32, v: vec4<f32>) {
-    let up_at = (row * 2u * mm.n + col) / 4u;
-    let gate_at = up_at + mm.n / 4u;
-    let dg = mm.alpha * v;
-    let up = mm_glu[up_at];
-    let gate = mm_glu[gate_at];
-    let s = 1.0 / (1.0 + exp(-up));
-    mm_c4[gate_at] = dg * up * s;
-    mm_c4[up_at] = dg * gate * s * (1.0 + up * (1.0 - s));
-}
-
+// matmul_128 for aligned products (MM_ALIGNED), storing C as vec4s. Its stores repeat
+// matmul_128's with the other store function: one function for both would make each entry
+// point use both declarations of binding 2, which WGSL refuses.
 @compute @workgroup_size(256)
-fn matmul_128_swiglu_backward(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>,
-                              @builtin(num_workgroups) nwg: vec3<u32>) {
+fn matmul_128_aligned(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>,
+                      @builtin(num_workgroups) nwg: vec3<u32>) {
     let b = mm_big_block(lid, wg, nwg);
     if (!b.valid) { return; }
-    let r0 = b.row0 + b.ty * 4u;
-    let r1 = b.row0 + 64u + b.ty * 4u;
-    let q0 = b.col0 + b.tx * 4u;
-    let q1 = b.col0 + 64u + b.tx * 4u;
-    let c = b.c;
-    mm_store_swiglu_backward(r0, q0, c.c00); mm_store_swiglu_backward(r0, q1, c.c01);
-    mm_store_swiglu_backward(r0 + 1u, q0, c.c10); mm_store_swiglu_backward(r0 + 1u, q1, c.c11);
-    mm_store_swiglu_backward(r0 + 2u, q0, c.c20); mm_store_swiglu_backward(r0 + 2u, q1, c.c21);
-    mm_store_swiglu_backward(r0 + 3u, q0, c.c30); mm_store_swiglu_backward(r0 + 3u, q1, c.c31);
-    mm_store_swiglu_backward(r1, q0, c.c40); mm_store_swiglu_backward(r1, q1, c.c41);
-    mm_store_swiglu_backward(r1 + 1u, q0, c.c50); mm_store_swiglu_backward(r1 + 1u, q1, c.c51);
-    mm_store_swiglu_backward(r1 + 2u, q0, c.c60); mm_store_swiglu_backward(r1 + 2u, q1, c.c61);
-    mm_store_swiglu_backward(r1 + 3u, q0, c.c70); mm_store_swiglu_backward(r1 + 3u, q1, c.c71);
+    mm_store_block4(b.c_off, b.row0 + b.ty * 4u, b.row0 + 64u + b.ty * 4u, b.col0 + b.tx * 4u, b.col0 + 64u + b.tx * 4u, b.c);
 }

@@ -38,18 +38,7 @@ fn mm_lean_put(t: u32, e: u32, along_k: bool, v: vec4<f32>) {
 // k row kk of buffer buf into thread (tx, ty)'s block: rows ty*4 .. and 32 + ty*4 .., columns
 // tx*4 .. and 32 + tx*4 ...
 fn mm_lean_kstep(c: ptr<function, MmAcc>, buf: u32, kk: u32, tx: u32, ty: u32) {
-    let a0 = mm_lean[buf][kk][ty];
-    let a1 = mm_lean[buf][kk][8u + ty];
-    let b0 = mm_lean[2u + buf][kk][tx];
-    let b1 = mm_lean[2u + buf][kk][8u + tx];
-    (*c).c00 = fma(vec4(a0.x), b0, (*c).c00); (*c).c01 = fma(vec4(a0.x), b1, (*c).c01);
-    (*c).c10 = fma(vec4(a0.y), b0, (*c).c10); (*c).c11 = fma(vec4(a0.y), b1, (*c).c11);
-    (*c).c20 = fma(vec4(a0.z), b0, (*c).c20); (*c).c21 = fma(vec4(a0.z), b1, (*c).c21);
-    (*c).c30 = fma(vec4(a0.w), b0, (*c).c30); (*c).c31 = fma(vec4(a0.w), b1, (*c).c31);
-    (*c).c40 = fma(vec4(a1.x), b0, (*c).c40); (*c).c41 = fma(vec4(a1.x), b1, (*c).c41);
-    (*c).c50 = fma(vec4(a1.y), b0, (*c).c50); (*c).c51 = fma(vec4(a1.y), b1, (*c).c51);
-    (*c).c60 = fma(vec4(a1.z), b0, (*c).c60); (*c).c61 = fma(vec4(a1.z), b1, (*c).c61);
-    (*c).c70 = fma(vec4(a1.w), b0, (*c).c70); (*c).c71 = fma(vec4(a1.w), b1, (*c).c71);
+    mm_fma_8x8(c, mm_lean[buf][kk][ty], mm_lean[buf][kk][8u + ty], mm_lean[2u + buf][kk][tx], mm_lean[2u + buf][kk][8u + tx]);
 }
 
 @compute @workgroup_size(64)
@@ -94,17 +83,5 @@ fn matmul_lean(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
         workgroupBarrier();
         cur = cur ^ 1u;
     }
-    let r0 = row0 + ty * 4u;
-    let r1 = row0 + 32u + ty * 4u;
-    let q0 = col0 + tx * 4u;
-    let q1 = col0 + 32u + tx * 4u;
-    let o = slot.c_off;
-    mm_store_vec4(o, r0, q0, c.c00); mm_store_vec4(o, r0, q1, c.c01);
-    mm_store_vec4(o, r0 + 1u, q0, c.c10); mm_store_vec4(o, r0 + 1u, q1, c.c11);
-    mm_store_vec4(o, r0 + 2u, q0, c.c20); mm_store_vec4(o, r0 + 2u, q1, c.c21);
-    mm_store_vec4(o, r0 + 3u, q0, c.c30); mm_store_vec4(o, r0 + 3u, q1, c.c31);
-    mm_store_vec4(o, r1, q0, c.c40); mm_store_vec4(o, r1, q1, c.c41);
-    mm_store_vec4(o, r1 + 1u, q0, c.c50); mm_store_vec4(o, r1 + 1u, q1, c.c51);
-    mm_store_vec4(o, r1 + 2u, q0, c.c60); mm_store_vec4(o, r1 + 2u, q1, c.c61);
-    mm_store_vec4(o, r1 + 3u, q0, c.c70); mm_store_vec4(o, r1 + 3u, q1, c.c71);
+    mm_store_block4(slot.c_off, row0 + ty * 4u, row0 + 32u + ty * 4u, col0 + tx * 4u, col0 + 32u + tx * 4u, c);
 }

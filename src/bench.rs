@@ -12,7 +12,7 @@ use serde::Serialize;
 use crate::config::SessionConfig;
 use crate::error::Result;
 use crate::gpu::Gpu;
-use crate::kernels::matmul::{matmul_ops, plan, Adapter, MatmulDesc};
+use crate::kernels::matmul::{matmul_ops, plan, Adapter, MatmulDesc, LEAN, SMALL};
 use crate::model::llama::Precision;
 use crate::model::params::ParamStore;
 use crate::model::ModelConfig;
@@ -23,7 +23,7 @@ use crate::session::Session;
 #[derive(Debug, Serialize)]
 pub struct MatmulResult {
     pub shape: String,
-    /// Kernel choice: "t64" / "t128" tile, "+sN" when split into N k chunks; "(auto)" when chosen
+    /// Kernel choice: "t64" / "t128" tile, "lean" (64x64, 64 threads), "small", "+sN" when split into N k chunks; "(auto)" when chosen
     /// by the wrapper rather than forced.
     pub variant: String,
     pub m: usize,
@@ -217,7 +217,12 @@ fn bench_matmul(gpu: &Gpu, label: &str, d: MatmulDesc) -> Result<MatmulResult> {
     let ops = matmul_ops(gpu, &a, &b, &c, d)?;
     let (tile, splits, _) = plan(&d, true, Adapter::of(gpu));
     let forced = d.tile.is_some() || d.splits.is_some();
-    let variant = format!("t{tile}{}{}", if splits > 1 { format!("+s{splits}") } else { String::new() }, if forced { "" } else { " (auto)" });
+    let name = match tile {
+        LEAN => "lean".to_string(),
+        SMALL => "small".to_string(),
+        t => format!("t{t}"),
+    };
+    let variant = format!("{name}{}{}", if splits > 1 { format!("+s{splits}") } else { String::new() }, if forced { "" } else { " (auto)" });
     let flops = 2.0 * (m * n * k) as f64;
     // Enough repetitions for ~50 ms of work at the first run's speed, at least 3, at most 200.
     let secs = time_ops(gpu, &ops.iter().collect::<Vec<_>>(), 0.05, 200)?;
@@ -323,7 +328,7 @@ pub async fn run(quick: bool, seconds: f64) -> Result<Report> {
     // Forced tiles on the big squares, to compare the kernels.
     let big: &[usize] = if quick { &[1024] } else { &[1024, 4096] };
     for &s in big {
-        for tile in [64, 128] {
+        for tile in [64, 128, LEAN] {
             matmul_results.push(bench_matmul(&gpu, &format!("{s}³"), MatmulDesc::new(s, s, s).tile(tile).splits(1))?);
         }
     }
@@ -345,7 +350,7 @@ pub async fn run(quick: bool, seconds: f64) -> Result<Report> {
     ];
     for (label, d) in shapes {
         matmul_results.push(bench_matmul(&gpu, label, d)?);
-        for tile in [64, 128] {
+        for tile in [64, 128, LEAN] {
             matmul_results.push(bench_matmul(&gpu, label, d.tile(tile).splits(1))?);
         }
         if label == "llama-small proj" {

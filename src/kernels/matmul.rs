@@ -43,6 +43,7 @@ pub const KERNELS: &[&Kernel] = &[
     &MATMUL_SMALL_B16,
 ];
 
+pub(super) use super::matmul_plan::aligned;
 pub use super::matmul_plan::{plan, Adapter, LEAN, SMALL};
 
 const TRANS_A: u32 = 1;
@@ -315,19 +316,6 @@ pub(super) struct Dispatch {
     pub uniform: Uniform,
     pub groups: [u32; 3],
     pub aligned: bool,
-}
-
-/// The 128 tile skips its range checks when no tile or k step reaches past the matrix.
-pub(super) fn aligned(d: &MatmulDesc, tile: usize, k_chunk: usize) -> bool {
-    let edge = if tile == LEAN { 64 } else { 128 };
-    (tile == 128 || tile == LEAN)
-        && d.m.is_multiple_of(edge)
-        && d.n.is_multiple_of(edge)
-        && d.k.is_multiple_of(8)
-        && k_chunk.is_multiple_of(8)
-        && d.stride_a.is_multiple_of(4)
-        && d.stride_b.is_multiple_of(4)
-        && d.stride_c.is_multiple_of(4)
 }
 
 /// The dispatch of a planned product (`tile`, `splits` chunks of `k_chunk`).

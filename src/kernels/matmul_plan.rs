@@ -119,9 +119,23 @@ pub fn plan(d: &MatmulDesc, allow_split: bool, adapter: Adapter) -> (usize, usiz
     (tile, splits, k_chunk)
 }
 
+/// The 128 tile (and the lean one, on its 64 edge) skips its range checks when no tile or k step
+/// reaches past the matrix.
+pub fn aligned(d: &MatmulDesc, tile: usize, k_chunk: usize) -> bool {
+    let edge = if tile == LEAN { 64 } else { 128 };
+    (tile == 128 || tile == LEAN)
+        && d.m.is_multiple_of(edge)
+        && d.n.is_multiple_of(edge)
+        && d.k.is_multiple_of(8)
+        && k_chunk.is_multiple_of(8)
+        && d.stride_a.is_multiple_of(4)
+        && d.stride_b.is_multiple_of(4)
+        && d.stride_c.is_multiple_of(4)
+}
+
 /// `matmul_lean` takes aligned products of f32 operands, one batch.
 fn lean_fits(d: &MatmulDesc, k_chunk: usize) -> bool {
-    !d.b_f16 && d.batch == 1 && super::matmul::aligned(d, LEAN, k_chunk)
+    !d.b_f16 && d.batch == 1 && aligned(d, LEAN, k_chunk)
 }
 
 /// `KILN_MATMUL_LEAN=0` natively keeps such products on the 128 tile, for A/B measurements.
