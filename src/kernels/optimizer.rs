@@ -1,16 +1,17 @@
-//! Optimizer kernels (`shaders/optimizer.wgsl`): the global gradient norm² reduced on the GPU,
-//! clipping by it, AdamW and SGD (both clip on the fly and skip the whole step when the norm is
+//! Optimizer kernels (`shaders/optimizer.wgsl`): the global gradient norm² reduced on the GPU
+//! (its wrappers in grad_norm.rs, re-exported here), clipping by it, AdamW and SGD (both clip on the fly and skip the whole step when the norm is
 //! not finite), and gradient accumulate/scale. Every kernel works over the arrayLength of the
 //! range it is bound to, so tensors may be views of one flat parameter buffer.
 
 use std::marker::PhantomData;
 
-use super::loss::LossSum;
-use super::reduce::{self, expect_partials, expect_scalar, partial_groups, Final, PartialParams};
+use super::reduce::expect_scalar;
 use super::{expect_len, groups_1d, Kernel, OPTIMIZER as F, R, RW, U};
 use crate::error::{ensure, Result};
 use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op};
 use crate::gpu::{Tensor, Uniform};
+
+pub use super::grad_norm::{grad_norm_and_loss, grad_norm_squared, gradient_norm_squared, norm_partials_len};
 
 pub const GRADIENT_NORM_SQUARED: Kernel = Kernel { entry: "gradient_norm_squared", family: F, bindings: &[R, RW, U] };
 pub const CLIP_GRAD_BY_NORM: Kernel = Kernel { entry: "clip_grad_by_norm", family: F, bindings: &[RW, R, U] };
@@ -119,70 +120,6 @@ impl<P: bytemuck::Pod + Validate> UniformOp<P> {
         gpu.write_uniform(&self.params, params);
         Ok(())
     }
-}
-
-/// Slots `gradient_norm_squared` needs in a shared partials array for these gradients.
-pub fn norm_partials_len(grads: &[&Tensor]) -> usize {
-    grads.iter().map(|g| partial_groups(g.len())).sum()
-}
-
-/// One gradient's share: `partials[offset + g] = Σ grad²` over workgroup g, for
-/// g < `reduce::partial_groups(grad.len())`.
-pub fn gradient_norm_squared(gpu: &Gpu, grad: &Tensor, partials: &Tensor, offset: usize) -> Result<Op> {
-    let groups = partial_groups(grad.len());
-    expect_partials(partials, offset, groups)?;
-    let params = PartialParams { groups: groups as u32, offset: offset as u32, squares: 1, pad: 0 };
-    let p = gpu.uniform("gradient_norm_squared params", &params);
-    gpu.op(&GRADIENT_NORM_SQUARED, &[T(grad), T(partials), Uni(&p)], gpu.grid(groups as u32))
-}
-
-/// `norm_sq[0] = Σ g²` over every gradient tensor (or one flat range), all on the GPU: one
-/// partials dispatch per tensor into `partials` (at least `norm_partials_len(grads)` long),
-/// then one `sum_final`.
-pub fn grad_norm_squared(gpu: &Gpu, grads: &[&Tensor], partials: &Tensor, norm_sq: &Tensor) -> Result<Vec<Op>> {
-    ensure(!grads.is_empty(), "grads", || "need at least one gradient tensor".into())?;
-    expect_scalar(norm_sq, "norm_sq")?;
-    let mut ops = Vec::with_capacity(grads.len() + 1);
-    let mut offset = 0;
-    for g in grads {
-        ops.push(gradient_norm_squared(gpu, g, partials, offset)?);
-        offset += partial_groups(g.len());
-    }
-    ops.push(reduce::sum_final(gpu, partials, offset, norm_sq, Final::scaled(1.0))?);
-    Ok(ops)
-}
-
-/// Mirrors `LossNormParams` in optimizer.wgsl.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
-struct LossNormParams {
-    norm_count: u32,
-    loss_count: u32,
-    loss_scale: f32,
-    pad: u32,
-}
-
-/// `grad_norm_squared` whose final sum also finishes the step's loss: `loss[0] = scale · Σ` of
-/// `pending`'s partials (None: `loss` already holds it), and a non-finite loss makes `norm_sq`
-/// non-finite, so the update skips the step. One dispatch for what was three.
-pub fn grad_norm_and_loss(gpu: &Gpu, grads: &[&Tensor], partials: &Tensor, norm_sq: &Tensor, loss: &Tensor, pending: Option<&LossSum>) -> Result<Vec<Op>> {
-    let mut ops = grad_norm_squared(gpu, grads, partials, norm_sq)?;
-    ops.pop(); // its sum_final, replaced by the combined one
-    expect_scalar(loss, "loss")?;
-    let norm_count = norm_partials_len(grads);
-    let (loss_partials, loss_count, loss_scale) = match pending {
-        Some(s) => {
-            ensure(s.count >= 1 && s.count <= s.partials.len(), s.partials.name(), || {
-                format!("loss partials: count must be 1..={}, got {}", s.partials.len(), s.count)
-            })?;
-            (s.partials.clone(), s.count, s.scale)
-        }
-        None => (gpu.placeholder()?, 0, 1.0),
-    };
-    let params = LossNormParams { norm_count: norm_count as u32, loss_count: loss_count as u32, loss_scale, pad: 0 };
-    let p = gpu.uniform("loss_and_grad_norm params", &params);
-    ops.push(gpu.op(&LOSS_AND_GRAD_NORM, &[T(partials), T(&loss_partials), T(loss), T(norm_sq), Uni(&p)], [1, 1, 1])?);
-    Ok(ops)
 }
 
 /// `grad *= min(1, max_norm / (sqrt(norm_sq[0]) + 1e-6))`, norm_sq read on the GPU. A
