@@ -10,9 +10,9 @@
 //! one fails the build here instead of compiling a half-renamed shader.
 //!
 //! Every shader (shaders/*.wgsl and the generated ones) is written to OUT_DIR/shaders/, which
-//! src/kernels/mod.rs embeds. For the browser (wasm32) the copies drop comments and blank lines:
-//! the page downloads the WGSL inside its wasm, and the comments are a third of it (~20 KB
-//! gzipped). Native builds keep them, so a validation error natively quotes the commented
+//! src/kernels/mod.rs embeds. For the browser (wasm32) the copies drop comments, indentation and
+//! blank lines: the page downloads the WGSL inside its wasm, and the comments are a third of it
+//! (~20 KB gzipped). Native builds keep them, so a validation error natively quotes the commented
 //! source; the browser tests run the stripped shaders the page ships.
 
 use std::{env, fs, path::Path};
@@ -77,15 +77,26 @@ fn write_shader(name: &str, wgsl: &str) {
     fs::write(dir.join(name), text).expect("OUT_DIR is writable");
 }
 
-/// The WGSL without `//` comments and blank lines. WGSL has no string literals, so `//` always
-/// starts a comment; block comments are refused rather than parsed (none are used).
+/// The WGSL without `//` comments, indentation and blank lines. WGSL has no string literals, so
+/// `//` always starts a comment, and whitespace only separates tokens; block comments are
+/// refused rather than parsed (none are used).
 fn strip_comments(name: &str, wgsl: &str) -> String {
     assert!(!wgsl.contains("/*"), "build.rs: {name} has a block comment; use // comments");
-    let lines = wgsl.lines().map(|l| l.split("//").next().unwrap_or("").trim_end()).filter(|l| !l.trim().is_empty());
+    let lines = wgsl.lines().map(|l| l.split("//").next().unwrap_or("").trim()).filter(|l| !l.is_empty());
     lines.map(|l| format!("{l}\n")).collect()
 }
 
+/// data/genesis.txt's FNV-1a 64-bit hash as KILN_GENESIS_FNV1A, by which a build that fetches
+/// the corpus (the page's) knows the file it is given (src/data/text.rs).
+fn hash_genesis() {
+    println!("cargo:rerun-if-changed=data/genesis.txt");
+    let bytes = fs::read("data/genesis.txt").expect("data/genesis.txt is readable");
+    let hash = bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    println!("cargo:rustc-env=KILN_GENESIS_FNV1A={hash:016x}");
+}
+
 fn main() {
+    hash_genesis();
     println!("cargo:rerun-if-changed=shaders");
     for entry in fs::read_dir("shaders").expect("shaders/ is readable") {
         let path = entry.expect("shaders/ is readable").path();

@@ -6,7 +6,7 @@
 // method borrows the session while it awaits and an overlapping call would fail with
 // wasm-bindgen's "recursive use of an object" error. Every Error it rejects with has a `code`.
 
-import { bindings, ensureInit, toMetrics } from './module.js';
+import { bindings, ensureInit, loadGenesis, toMetrics } from './module.js';
 import { invalid, asError, kilnError, checkKeys, checkInt, checkU32, checkBool, configArg, checkpointBytes, folderArg } from './args.js';
 
 export { init, presets, preset, validateConfig, shareConfig, openShared, readCheckpoint, parsePoints, adapterInfo } from './module.js';
@@ -70,12 +70,22 @@ export class Kiln {
     return Kiln.#open(() => bindings.Session.fromExport(arg));
   }
 
-  /** Loads the wasm if needed, then wraps the session `make()` builds (its errors as Errors). */
+  /**
+   * Loads the wasm if needed, then wraps the session `make()` builds (its errors as Errors). A
+   * build without the built-in text (the page's) asks for it the first time a run trains on
+   * it: then it is loaded and `make()` runs once more.
+   */
   static async #open(make) {
     await ensureInit();
     let session;
     try {
-      session = await make();
+      try {
+        session = await make();
+      } catch (e) {
+        if (asError(e).code !== 'corpus-missing') throw e;
+        await loadGenesis();
+        session = await make();
+      }
     } catch (e) {
       throw asError(e);
     }

@@ -35,9 +35,14 @@ async function resolveWasm(wasm) {
   const source = wasm ?? new URL('./kiln_wasm_bg.wasm', import.meta.url);
   const isFile = source instanceof URL ? source.protocol === 'file:' : typeof source === 'string' && !/^(https?|data|blob):/i.test(source);
   if (!isFile) return source;
+  return readFromDisk(source);
+}
+
+/** Node's readFile, imported only in Node (a bundler leaves the dynamic import alone). */
+async function readFromDisk(source, encoding) {
   const fsName = 'node:fs/promises';
   const { readFile } = await import(/* @vite-ignore */ fsName);
-  return readFile(source);
+  return readFile(source, encoding);
 }
 
 /**
@@ -71,6 +76,34 @@ function wasm() {
 }
 export async function ensureInit() {
   await (ready ?? init());
+}
+
+let genesis = null; // Promise<void> of handing over the built-in text, once
+
+/**
+ * Fetches data/genesis.txt (beside this file; read from disk in Node) and hands it to a wasm
+ * built without it, which checks that it is that file. Called by kiln.js on `corpus-missing`.
+ */
+export function loadGenesis() {
+  genesis ??= (async () => {
+    // A name in a variable, so that a bundler does not look for the file in the npm package
+    // (whose wasm has the text built in and never asks).
+    const name = 'genesis.txt';
+    const url = new URL(name, import.meta.url);
+    let text;
+    if (isNode && url.protocol === 'file:') {
+      text = await readFromDisk(url, 'utf8');
+    } else {
+      const response = await fetch(url);
+      if (!response.ok) throw invalid('genesis.txt', `fetching ${url} failed: HTTP ${response.status}`);
+      text = await response.text();
+    }
+    bindings.provideGenesis(text);
+  })();
+  genesis.catch(() => {
+    genesis = null; // a failed fetch may be retried by the next run
+  });
+  return genesis;
 }
 
 /** Calls a wasm function; its Errors (with `code` and `field`) pass through as they are. */

@@ -31,6 +31,8 @@ pub enum KilnError {
     DeviceLost(String),
     #[error("training diverged: {0}")]
     Diverged(String),
+    #[error("the built-in text (Genesis) is not loaded in this build: provide data/genesis.txt first (kiln-gpu's JS fetches it itself), or give the run its own text in data.text.text")]
+    CorpusMissing,
 }
 
 /// The kind of an error, stable across releases: the `code` of every Error kiln-gpu throws.
@@ -62,6 +64,9 @@ pub enum ErrorCode {
     Disposed,
     /// The run is already training.
     Busy,
+    /// The run trains on the built-in text, which this build (the page's) fetches on first use
+    /// and has not yet been given; kiln-gpu's JS loads it and retries by itself.
+    CorpusMissing,
 }
 
 impl KilnError {
@@ -82,6 +87,7 @@ impl KilnError {
             KilnError::Readback(_) => ErrorCode::Readback,
             KilnError::DeviceLost(_) => ErrorCode::DeviceLost,
             KilnError::Diverged(_) => ErrorCode::Diverged,
+            KilnError::CorpusMissing => ErrorCode::CorpusMissing,
         }
     }
 
@@ -120,6 +126,7 @@ impl ErrorCode {
             ErrorCode::Diverged => "diverged",
             ErrorCode::Disposed => "disposed",
             ErrorCode::Busy => "busy",
+            ErrorCode::CorpusMissing => "corpus-missing",
         }
     }
 }

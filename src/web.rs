@@ -150,6 +150,13 @@ pub fn open_shared(state: &str) -> Result<JsValue, JsValue> {
     to_js(&crate::share::decode(state).map_err(js_error)?)
 }
 
+/// Hands this build its built-in text, data/genesis.txt as fetched (the page's build leaves it
+/// out; see `text::genesis`); refused unless it is that file.
+#[wasm_bindgen(js_name = provideGenesis)]
+pub fn provide_genesis(text: String) -> Result<(), JsValue> {
+    crate::data::text::provide_genesis(text).map_err(js_error)
+}
+
 /// `{config, step}` from a checkpoint's header (its tensors are checked when it is loaded).
 #[wasm_bindgen(js_name = readCheckpoint)]
 pub fn read_checkpoint(bytes: &[u8]) -> Result<JsValue, JsValue> {
@@ -178,6 +185,9 @@ impl WebSession {
     /// Validates the config (an object or its JSON), acquires a device and builds the run.
     pub async fn create(config: JsValue) -> Result<WebSession, JsValue> {
         let cfg = config_from_js(config).map_err(js_error)?;
+        if matches!(&cfg.data, crate::config::DataConfig::Text(t) if t.text.is_none()) {
+            crate::data::text::genesis().map_err(js_error)?; // before a device is had for nothing
+        }
         let gpu = acquire_gpu().await.map_err(js_error)?;
         Self::wrap(Session::with_gpu(gpu, cfg))
     }

@@ -4,7 +4,7 @@
 use crate::config::DataConfig;
 use crate::data::points::{from_csv, generate, Points};
 use crate::data::sequence::generate_text;
-use crate::data::text::{TextCorpus, GENESIS};
+use crate::data::text::{genesis, TextCorpus};
 use crate::error::{ensure, Result};
 use crate::rng::Rng;
 
@@ -39,7 +39,13 @@ impl Batches {
                 let (train, val) = all.split(d.validation_fraction, seed ^ 1);
                 Batches::Points { train, val }
             }
-            DataConfig::Text(t) => Self::text(TextCorpus::new(t.text.as_deref().unwrap_or(GENESIS), t.validation_fraction)?, context, t.validation_fraction)?,
+            DataConfig::Text(t) => {
+                let text: &str = match &t.text {
+                    Some(own) => own,
+                    None => genesis()?,
+                };
+                Self::text(TextCorpus::new(text, t.validation_fraction)?, context, t.validation_fraction)?
+            }
             DataConfig::Sequence(q) => {
                 Self::text(TextCorpus::new(&generate_text(q.task, q.examples, q.digits, seed)?, q.validation_fraction)?, context, q.validation_fraction)?
             }

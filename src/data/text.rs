@@ -4,8 +4,44 @@
 use crate::error::{ensure, KilnError, Result};
 use crate::rng::Rng;
 
-/// The Book of Genesis (KJV, public domain), one verse per line. See data/README.md.
-pub const GENESIS: &str = include_str!("../../data/genesis.txt");
+/// The Book of Genesis (KJV, public domain), one verse per line (data/README.md): the text a
+/// text run trains on when it brings none of its own. Built in with the `genesis` feature
+/// (native builds, the npm package); a build without it (the page's) has it handed over by
+/// `provide_genesis` and fails with `CorpusMissing` until then.
+pub fn genesis() -> Result<&'static str> {
+    #[cfg(feature = "genesis")]
+    return Ok(include_str!("../../data/genesis.txt"));
+    #[cfg(not(feature = "genesis"))]
+    PROVIDED.get().map(String::as_str).ok_or(KilnError::CorpusMissing)
+}
+
+/// The corpus as `provide_genesis` received it (builds without the `genesis` feature).
+#[cfg(not(feature = "genesis"))]
+static PROVIDED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Gives a build without the built-in corpus its text: data/genesis.txt as served, refused
+/// unless byte for byte that file (a build with the corpus checks it the same way and keeps
+/// its own copy).
+pub fn provide_genesis(text: String) -> Result<()> {
+    check_genesis(&text)?;
+    #[cfg(not(feature = "genesis"))]
+    let _ = PROVIDED.set(text); // a second, identical text changes nothing
+    Ok(())
+}
+
+/// Whether `text` is data/genesis.txt: its FNV-1a 64-bit hash against the one build.rs took.
+pub fn check_genesis(text: &str) -> Result<()> {
+    let want = env!("KILN_GENESIS_FNV1A");
+    let got = format!("{:016x}", fnv1a(text.as_bytes()));
+    ensure(got == want, "genesis.txt", || {
+        format!("is not Kiln's corpus ({} bytes, FNV-1a {got}, expected {want}): serve data/genesis.txt unchanged", text.len())
+    })
+}
+
+/// FNV-1a, 64 bits (build.rs hashes data/genesis.txt the same way).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
+}
 
 /// Largest user text accepted, in bytes.
 pub const MAX_TEXT_BYTES: usize = 1 << 20;
@@ -54,10 +90,6 @@ impl TextCorpus {
                 train.min(val).saturating_sub(1).max(1),
             ),
         ))
-    }
-
-    pub fn genesis() -> TextCorpus {
-        TextCorpus::new(GENESIS, 0.1).expect("the shipped corpus is valid")
     }
 
     pub fn vocab(&self) -> usize {
@@ -129,6 +161,21 @@ fn split_point(len: usize, val_fraction: f64) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_shipped_corpus_is_taken_as_genesis() {
+        let shipped = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/data/genesis.txt")).unwrap();
+        provide_genesis(shipped.clone()).unwrap();
+        // This build's own copy (feature `genesis`), unchanged by the handover.
+        assert_eq!(genesis().unwrap(), shipped);
+        // One character changed, or an HTML error page served in its place, is refused by name.
+        let altered = shipped.replacen("God", "Dog", 1);
+        for wrong in [altered, "<html>404</html>".to_string()] {
+            let err = provide_genesis(wrong).unwrap_err();
+            assert_eq!(err.field(), Some("genesis.txt"));
+            assert!(err.to_string().contains("not Kiln's corpus"), "{err}");
+        }
+    }
 
     #[test]
     fn windows_stay_inside_their_split_and_short_splits_are_refused() {
