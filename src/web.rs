@@ -185,9 +185,7 @@ impl WebSession {
     /// Validates the config (an object or its JSON), acquires a device and builds the run.
     pub async fn create(config: JsValue) -> Result<WebSession, JsValue> {
         let cfg = config_from_js(config).map_err(js_error)?;
-        if matches!(&cfg.data, crate::config::DataConfig::Text(t) if t.text.is_none()) {
-            crate::data::text::genesis().map_err(js_error)?; // before a device is had for nothing
-        }
+        crate::data::text::check_corpus(&cfg.data).map_err(js_error)?;
         let gpu = acquire_gpu().await.map_err(js_error)?;
         Self::wrap(Session::with_gpu(gpu, cfg))
     }

@@ -15,6 +15,15 @@ pub fn genesis() -> Result<&'static str> {
     PROVIDED.get().map(String::as_str).ok_or(KilnError::CorpusMissing)
 }
 
+/// `CorpusMissing` when `data` trains on the built-in text and this build has not been given
+/// it yet: checked before a device is acquired for a run that could not be built.
+pub fn check_corpus(data: &crate::config::DataConfig) -> Result<()> {
+    if matches!(data, crate::config::DataConfig::Text(t) if t.text.is_none()) {
+        genesis()?;
+    }
+    Ok(())
+}
+
 /// The corpus as `provide_genesis` received it (builds without the `genesis` feature).
 #[cfg(not(feature = "genesis"))]
 static PROVIDED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
