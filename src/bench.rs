@@ -12,11 +12,12 @@ use serde::Serialize;
 use crate::config::SessionConfig;
 use crate::error::Result;
 use crate::gpu::Gpu;
-use crate::kernels::matmul::{matmul_ops, plan, Adapter, MatmulDesc, LEAN, SMALL};
+use crate::kernels::matmul::{matmul_ops, plan, wide_allowed, Adapter, MatmulDesc, LEAN, SMALL, WIDE};
 use crate::model::llama::Precision;
 use crate::model::params::ParamStore;
 use crate::model::ModelConfig;
 use crate::presets::preset;
+use crate::profile::{self, ProfileEntry};
 use crate::rng::Rng;
 use crate::session::Session;
 
@@ -41,16 +42,6 @@ pub struct TrainResult {
     pub dispatches_per_step: usize,
     pub host_us_per_step: f64,
     pub final_loss: f32,
-}
-
-/// GPU time of one kind of dispatch within a training step, measured alone (repeated in one
-/// pass, so it includes each dispatch's launch and barrier latency).
-#[derive(Debug, Serialize)]
-pub struct ProfileEntry {
-    pub preset: String,
-    pub entry: String,
-    pub dispatches: usize,
-    pub us_per_step: f64,
 }
 
 #[derive(Debug, Serialize)]
@@ -219,6 +210,8 @@ fn bench_matmul(gpu: &Gpu, label: &str, d: MatmulDesc) -> Result<MatmulResult> {
     let forced = d.tile.is_some() || d.splits.is_some();
     let name = match tile {
         LEAN => "lean".to_string(),
+        WIDE if wide_allowed(gpu) => "wide".to_string(),
+        WIDE => "t128".to_string(),
         SMALL => "small".to_string(),
         t => format!("t{t}"),
     };
@@ -239,18 +232,11 @@ fn profile_config(gpu: Gpu, name: &str, cfg: SessionConfig) -> Result<Vec<Profil
     let mut s = Session::with_gpu(gpu, cfg)?;
     s.train(2)?;
     pollster::block_on(s.read_metrics())?;
-    let mut out: Vec<ProfileEntry> = vec![];
+    let mut out = vec![];
     for op in s.step_ops() {
-        let secs = time_ops(&s.gpu, &[op], 0.003, 50)?;
-        match out.iter_mut().find(|e| e.entry == op.entry) {
-            Some(e) => {
-                e.dispatches += 1;
-                e.us_per_step += secs * 1e6;
-            }
-            None => out.push(ProfileEntry { preset: name.into(), entry: op.entry.into(), dispatches: 1, us_per_step: secs * 1e6 }),
-        }
+        profile::add(&mut out, name, op.entry, time_ops(&s.gpu, &[op], 0.003, 50)?);
     }
-    out.sort_by(|a, b| b.us_per_step.total_cmp(&a.us_per_step));
+    profile::sort(&mut out);
     Ok(out)
 }
 
@@ -328,7 +314,7 @@ pub async fn run(quick: bool, seconds: f64) -> Result<Report> {
     // Forced tiles on the big squares, to compare the kernels.
     let big: &[usize] = if quick { &[1024] } else { &[1024, 4096] };
     for &s in big {
-        for tile in [64, 128, LEAN] {
+        for tile in [64, 128, LEAN, WIDE] {
             matmul_results.push(bench_matmul(&gpu, &format!("{s}³"), MatmulDesc::new(s, s, s).tile(tile).splits(1))?);
         }
     }
@@ -350,7 +336,7 @@ pub async fn run(quick: bool, seconds: f64) -> Result<Report> {
     ];
     for (label, d) in shapes {
         matmul_results.push(bench_matmul(&gpu, label, d)?);
-        for tile in [64, 128, LEAN] {
+        for tile in [64, 128, LEAN, WIDE] {
             matmul_results.push(bench_matmul(&gpu, label, d.tile(tile).splits(1))?);
         }
         if label == "llama-small proj" {

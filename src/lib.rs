@@ -17,6 +17,7 @@ pub mod optim;
 pub mod param_layout;
 pub mod parse;
 pub mod presets;
+pub mod profile;
 pub mod quantize;
 pub mod rng;
 pub mod session;
@@ -27,5 +28,5 @@ pub use gpu::{Arg, Gpu, Op, Tensor};
 
 #[cfg(target_arch = "wasm32")]
 pub mod web;
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "engine-bench"))]
 pub mod web_bench;

@@ -1,12 +1,16 @@
-//! `benchMatmul` for the browser's engine (Dawn in Chrome, or Node's `webgpu` package): the
-//! matmul kernel's GFLOP/s, timed around work that ends in an awaited readback. Used by
-//! bench/dawn_bench.mjs; not part of the page.
+//! Benchmarks in the browser's engine (Dawn in Chrome, or Node's `webgpu` package), timed
+//! around work that ends in an awaited readback: `benchMatmul` (the matmul kernel's GFLOP/s)
+//! and `profileStep` (a training step's GPU time by kernel, as `kiln bench` profiles natively).
+//! Used by bench/dawn_bench.mjs; not part of the page.
 
 use wasm_bindgen::prelude::*;
 
-use crate::gpu::Gpu;
+use crate::config::SessionConfig;
+use crate::gpu::{Gpu, Op};
 use crate::kernels::matmul::{matmul, MatmulDesc};
+use crate::profile;
 use crate::rng::Rng;
+use crate::session::Session;
 
 fn js_error(e: impl std::fmt::Display) -> JsValue {
     js_sys::Error::new(&e.to_string()).into()
@@ -36,15 +40,22 @@ pub async fn bench_matmul(m: usize, n: usize, k: usize, trans_b: bool) -> Result
     let c = gpu.tensor("c", &[m, n]).map_err(js_error)?;
     let desc = MatmulDesc::new(m, n, k);
     let op = matmul(&gpu, &a, &b, &c, if trans_b { desc.trans_b() } else { desc }).map_err(js_error)?;
+    let secs = seconds_per_run(&gpu, &[&op], 0.2, 2000).await?;
+    // In f64: m·n·k overflows wasm32's 32-bit usize from 2048³ on.
+    Ok(2.0 * m as f64 * n as f64 * k as f64 / secs / 1e9)
+}
+
+/// Seconds per run of `ops`: repeated back to back for about `budget` seconds of work (at
+/// most `max_reps` times), timed three times, the fastest counting.
+async fn seconds_per_run(gpu: &Gpu, ops: &[&Op], budget: f64, max_reps: usize) -> Result<f64, JsValue> {
     let probe = gpu.tensor("probe", &[1]).map_err(js_error)?;
     // A readback of a tiny buffer waits for everything submitted before it.
     let time = |reps: usize| {
-        let ops: Vec<_> = std::iter::repeat_n(&op, reps).collect();
-        let gpu = &gpu;
+        let all: Vec<&Op> = (0..reps).flat_map(|_| ops.iter().copied()).collect();
         let probe = &probe;
         async move {
             let t0 = now_ms();
-            gpu.run(&ops).map_err(js_error)?;
+            gpu.run(&all).map_err(js_error)?;
             gpu.read_f32(probe).await.map_err(js_error)?;
             Ok::<f64, JsValue>((now_ms() - t0).max(0.001) / 1e3)
         }
@@ -52,16 +63,30 @@ pub async fn bench_matmul(m: usize, n: usize, k: usize, trans_b: bool) -> Result
     time(2).await?;
     let once = time(1).await?;
     // Each timing ends in a readback round trip, whose cost from Node varies by milliseconds
-    // (and now and then a run is slow throughout): enough repetitions for ~200 ms of work,
-    // timed three times, and the fastest run counts.
-    let reps = ((0.2 / once) as usize).clamp(3, 2000);
+    // (and now and then a run is slow throughout): the fastest of three runs counts.
+    let reps = ((budget / once) as usize).clamp(3, max_reps);
     let mut best = f64::INFINITY;
     for _ in 0..3 {
         best = best.min(time(reps).await?);
     }
-    let secs = best / reps as f64;
-    // In f64: m·n·k overflows wasm32's 32-bit usize from 2048³ on.
-    Ok(2.0 * m as f64 * n as f64 * k as f64 / secs / 1e9)
+    Ok(best / reps as f64)
+}
+
+/// A config's training step, each dispatch timed alone and summed by entry point, costliest
+/// first (`[{preset, entry, dispatches, us_per_step}]`; `name` fills `preset`).
+#[wasm_bindgen(js_name = profileStep)]
+pub async fn profile_step(name: String, config_json: String) -> Result<JsValue, JsValue> {
+    let cfg: SessionConfig = crate::parse::from_json(&config_json, "config").map_err(js_error)?;
+    let mut session = Session::new(cfg).await.map_err(js_error)?;
+    session.train(2).map_err(js_error)?;
+    session.read_metrics().await.map_err(js_error)?;
+    let mut out = vec![];
+    for op in session.step_ops() {
+        // About 10 ms of work per timing: the readback that ends it costs ≈ 0.1–1 ms in Node.
+        profile::add(&mut out, &name, op.entry, seconds_per_run(&session.gpu, &[op], 0.01, 2000).await?);
+    }
+    profile::sort(&mut out);
+    serde_wasm_bindgen::to_value(&out).map_err(js_error)
 }
 
 /// The scaling table's configs (`presets::scaling`) as `[{name, config}]`, for

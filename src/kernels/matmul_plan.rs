@@ -1,4 +1,4 @@
-//! The matmul planner: which kernel (the 64 or 128 tile, or `matmul_small`) and how many
+//! The matmul planner: which kernel (the 64, 128, lean or wide tile, or `matmul_small`) and how many
 //! k chunks (split-K) a product gets, from its shape and the adapter. Measured on an H200
 //! (bench/RESULTS.md); `KILN_MATMUL_TILE` forces one tile natively for A/B measurements.
 
@@ -45,6 +45,16 @@ pub const LEAN: usize = 2;
 /// projections (64 tiles) took 30.2 µs on the lean tile against 36.0 on the 128 one; its qkv
 /// (192 tiles) 65.5 against 63.4, so it stays.
 const LEAN_BELOW_GROUPS: usize = 132;
+
+/// The `tile` that names `matmul_wide` (128x256 tiles, aligned f32 products only).
+pub const WIDE: usize = 3;
+/// Workgroups (wide tiles x splits) from which an aligned product the 128 tile would run takes
+/// the wide tile instead, on GPUs. On an H200 (bench/RESULTS.md, session 14) it gained 5–7% on
+/// 4096³ (512 tiles), 2048³ (128), llama-small's qkv (96) and up (128) products and its down
+/// projection split 4 ways (32 tiles x 4); with 32 tiles unsplit it lost 40%.
+const WIDE_MIN_GROUPS: usize = 96;
+/// Workgroup memory `matmul_wide` declares: A 8 KiB + B 16 KiB.
+const WIDE_STORAGE_BYTES: u32 = 24 * 1024;
 
 /// Largest split-K scratch buffer, in elements (64 MiB).
 const SPLIT_MAX_SCRATCH: u64 = 1 << 24;
@@ -97,7 +107,7 @@ pub fn plan(d: &MatmulDesc, allow_split: bool, adapter: Adapter) -> (usize, usiz
         }
     };
     let tile = match tile {
-        SMALL | LEAN | 128 => tile,
+        SMALL | LEAN | WIDE | 128 => tile,
         _ => 64,
     };
     let mut splits = if allow_split && d.batch == 1 { splits } else { 1 };
@@ -111,9 +121,17 @@ pub fn plan(d: &MatmulDesc, allow_split: bool, adapter: Adapter) -> (usize, usiz
     // Unsplit products planned for the 64 tile (4x4 a thread) also go lean (8x8 a thread).
     let few =
         d.tile.is_none() && adapter == Adapter::Gpu && ((tile == 128 && tiles(128) * splits < LEAN_BELOW_GROUPS) || (tile == 64 && splits == 1)) && !lean_off();
+    // Many workgroups, unsplit or splitting a k shorter than a weight gradient's: the wide tile.
+    // (Long weight gradients split into ~128 workgroups measured level to 2% slower on it.)
+    let wide_pays = d.tile.is_none()
+        && adapter == Adapter::Gpu
+        && d.m.div_ceil(128) * d.n.div_ceil(256) * d.batch * splits >= WIDE_MIN_GROUPS
+        && (splits == 1 || d.k < LONG_K);
     let tile = match tile {
         _ if (few || tile == LEAN) && lean_fits(d, k_chunk) => LEAN,
         LEAN => 128, // asked for, but the product is not one it takes
+        WIDE | 128 if (tile == WIDE || wide_pays) && wide_fits(d, k_chunk) => WIDE,
+        WIDE => 128, // asked for, but the product is not one it takes
         _ => tile,
     };
     (tile, splits, k_chunk)
@@ -122,10 +140,14 @@ pub fn plan(d: &MatmulDesc, allow_split: bool, adapter: Adapter) -> (usize, usiz
 /// The 128 tile (and the lean one, on its 64 edge) skips its range checks when no tile or k step
 /// reaches past the matrix.
 pub fn aligned(d: &MatmulDesc, tile: usize, k_chunk: usize) -> bool {
-    let edge = if tile == LEAN { 64 } else { 128 };
-    (tile == 128 || tile == LEAN)
-        && d.m.is_multiple_of(edge)
-        && d.n.is_multiple_of(edge)
+    let (rows, cols) = match tile {
+        LEAN => (64, 64),
+        WIDE => (128, 256),
+        _ => (128, 128),
+    };
+    (tile == 128 || tile == LEAN || tile == WIDE)
+        && d.m.is_multiple_of(rows)
+        && d.n.is_multiple_of(cols)
         && d.k.is_multiple_of(8)
         && k_chunk.is_multiple_of(8)
         && d.stride_a.is_multiple_of(4)
@@ -136,6 +158,18 @@ pub fn aligned(d: &MatmulDesc, tile: usize, k_chunk: usize) -> bool {
 /// `matmul_lean` takes aligned products of f32 operands, one batch.
 fn lean_fits(d: &MatmulDesc, k_chunk: usize) -> bool {
     !d.b_f16 && d.batch == 1 && aligned(d, LEAN, k_chunk)
+}
+
+/// `matmul_wide` takes aligned products of f32 operands (batched ones too).
+fn wide_fits(d: &MatmulDesc, k_chunk: usize) -> bool {
+    !d.b_f16 && aligned(d, WIDE, k_chunk)
+}
+
+/// Whether `gpu` allows `matmul_wide`'s workgroup memory (WebGPU's default limit is 16 KiB;
+/// Kiln asks for the adapter's, which on GPUs is 32 KiB or more). Elsewhere the planned wide
+/// tile runs as the 128 one, whose plan (splits, k chunks, alignment) it shares.
+pub fn wide_allowed(gpu: &Gpu) -> bool {
+    gpu.limits().max_compute_workgroup_storage_size >= WIDE_STORAGE_BYTES
 }
 
 /// `KILN_MATMUL_LEAN=0` natively keeps such products on the 128 tile, for A/B measurements.

@@ -5,7 +5,7 @@
 //! anywhere else it is the plain product into dg followed by `silu_gate_backward`.
 
 use super::elementwise::silu_gate_backward;
-use super::matmul::{aligned, dispatch, matmul_ops, plan, validate, Adapter, Dispatch, MatmulDesc, LEAN};
+use super::matmul::{aligned, dispatch, matmul_ops, plan, validate, Adapter, Dispatch, MatmulDesc, LEAN, WIDE};
 use super::{expect_len, Kernel, MATMUL as F, MATMUL_B16 as F16, R, RW, U};
 use crate::error::{KilnError, Result};
 use crate::gpu::{Arg::T, Arg::U as Uni, Gpu, Op, Tensor};
@@ -18,10 +18,10 @@ pub const MATMUL_128_SWIGLU_BACKWARD_B16: Kernel = Kernel { entry: "matmul_128_s
 pub const KERNELS: &[&Kernel] = &[&MATMUL_128_SWIGLU_BACKWARD, &MATMUL_128_SWIGLU_BACKWARD_B16];
 
 /// Whether `desc` runs as one fused dispatch on `adapter`: unsplit on the 128 tile (or the lean
-/// one, which it replaces here), aligned to it.
+/// or wide one, which it replaces here), aligned to it.
 pub fn fuses(desc: &MatmulDesc, adapter: Adapter) -> bool {
     let (tile, splits, k_chunk) = plan(desc, true, adapter);
-    (tile == 128 || tile == LEAN) && splits == 1 && aligned(desc, 128, k_chunk)
+    (tile == 128 || tile == LEAN || tile == WIDE) && splits == 1 && aligned(desc, 128, k_chunk)
 }
 
 /// The input gradient of one product shape, for every block of a model: `desc` is dg (rows, F)

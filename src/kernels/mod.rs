@@ -62,7 +62,7 @@ macro_rules! families {
 
 families! {
     ELEMENTWISE => "elementwise",
-    MATMUL => "matmul" + "matmul_small" + "matmul_lean" + "matmul_swiglu" + "matmul_reduce",
+    MATMUL => "matmul" + "matmul_small" + "matmul_lean" + "matmul_wide" + "matmul_swiglu" + "matmul_reduce",
     NORM => "norm",
     SOFTMAX => "softmax",
     LOSS => "loss",

@@ -5,7 +5,7 @@
 //! growing like sqrt(K) · eps · (typical partial sum); atol = 4e-6·sqrt(K) (K = 200 → 5.7e-5)
 //! with rtol 1e-5 covers any summation order, while a wrong index gives errors of order 0.1.
 
-use kiln::kernels::matmul::{self as mm, reference, MatmulDesc, Unreduced, LEAN, SMALL};
+use kiln::kernels::matmul::{self as mm, reference, MatmulDesc, Unreduced, LEAN, SMALL, WIDE};
 use kiln::kernels::norm;
 use kiln::kernels::quant::reference as qref;
 use kiln::kernels::split_sums::PendingSums;
@@ -80,15 +80,40 @@ async fn all_variants(gpu: &Gpu, c: &mut Checks) {
     // gives way to the 128 one.
     assert_eq!(mm::plan(&MatmulDesc::new(100, 64, 8).tile(LEAN), true, mm::Adapter::Gpu).0, 128);
     assert_eq!(mm::plan(&MatmulDesc::new(64, 64, 8).tile(LEAN).b_f16(), true, mm::Adapter::Gpu).0, 128);
+    wide_variants(gpu, c, &mut rng).await;
+}
+
+/// The wide tile (128x256) on aligned products, every transpose and accumulate, batched too.
+async fn wide_variants(gpu: &Gpu, c: &mut Checks, rng: &mut Rng) {
+    // It needs 24 KiB of workgroup memory; every adapter the tests run on (llvmpipe,
+    // SwiftShader, GPUs) offers 32 KiB, so the checks below are of matmul_wide itself.
+    assert!(mm::wide_allowed(gpu), "the adapter's workgroup memory is too small for matmul_wide");
+    for &(m, n, k) in &[(128, 256, 8), (256, 512, 24), (128, 256, 136)] {
+        for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
+            for acc in [false, true] {
+                let mut d = MatmulDesc::new(m, n, k).tile(WIDE).splits(1).alpha(if acc { 0.5 } else { 1.0 });
+                (d.trans_a, d.trans_b, d.accumulate) = (ta, tb, acc);
+                check(gpu, c, rng, d, "wide").await;
+            }
+        }
+    }
+    check(gpu, c, rng, MatmulDesc::new(128, 256, 16).trans_b().batched(3).tile(WIDE).splits(1), "wide batch").await;
+    // Asked for on a product it cannot take (n not a multiple of 256, or B as packed f16), the
+    // wide tile gives way to the 128 one.
+    assert_eq!(mm::plan(&MatmulDesc::new(128, 128, 8).tile(WIDE), true, mm::Adapter::Gpu).0, 128);
+    assert_eq!(mm::plan(&MatmulDesc::new(128, 256, 8).tile(WIDE).b_f16(), true, mm::Adapter::Gpu).0, 128);
 }
 
 /// Split-K on both tiles: k chunks of a multiple of 16 with a ragged last chunk, with and
 /// without accumulate and transposes (the weight-gradient form is trans_a + accumulate).
 async fn split_k(gpu: &Gpu, c: &mut Checks) {
     let mut rng = Rng::new(16);
-    for tile in [64, 128, LEAN] {
-        let shapes =
-            if tile == LEAN { [(64, 128, 1000, 7), (128, 64, 304, 3), (64, 64, 96, 2)] } else { [(37, 53, 300, 3), (64, 64, 1000, 7), (130, 70, 97, 2)] };
+    for tile in [64, 128, LEAN, WIDE] {
+        let shapes = match tile {
+            LEAN => [(64, 128, 1000, 7), (128, 64, 304, 3), (64, 64, 96, 2)],
+            WIDE => [(128, 256, 1000, 7), (256, 256, 304, 3), (128, 512, 96, 2)],
+            _ => [(37, 53, 300, 3), (64, 64, 1000, 7), (130, 70, 97, 2)],
+        };
         for (m, n, k, splits) in shapes {
             for (ta, tb, acc) in [(false, false, false), (true, false, true), (false, true, true), (true, true, false)] {
                 let mut d = MatmulDesc::new(m, n, k).tile(tile).splits(splits).alpha(0.75);
@@ -107,7 +132,12 @@ async fn split_k(gpu: &Gpu, c: &mut Checks) {
     // lean one when it has too few 128 tiles to fill one (64 here); CPU adapters the 64 tile.
     let short_k = MatmulDesc::new(4096, 256, 256).trans_b();
     assert_eq!(mm::plan(&short_k, true, mm::Adapter::Gpu), (LEAN, 1, 256));
-    assert_eq!(mm::plan(&MatmulDesc::new(4096, 1024, 256), true, mm::Adapter::Gpu), (128, 1, 256));
+    // With enough wide tiles (128 here), or a short k split into enough of them (32 x 4), the
+    // wide one; long weight gradients keep the 128 tile.
+    assert_eq!(mm::plan(&MatmulDesc::new(4096, 1024, 256), true, mm::Adapter::Gpu), (WIDE, 1, 256));
+    assert_eq!(mm::plan(&MatmulDesc::new(4096, 256, 1024), true, mm::Adapter::Gpu).0, WIDE);
+    assert_eq!(mm::plan(&MatmulDesc::new(768, 256, 4096).trans_a().accumulate(), true, mm::Adapter::Gpu).0, 128);
+    assert_eq!(mm::plan(&MatmulDesc::new(4096, 1024, 256), true, mm::Adapter::Cpu).0, 128);
     assert_eq!(mm::plan(&short_k, true, mm::Adapter::Cpu), (64, 1, 256));
     check_split(gpu, c, &mut rng, d, "auto split-K").await;
     // A batched product never splits.
