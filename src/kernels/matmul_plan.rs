@@ -124,6 +124,7 @@ pub fn plan(d: &MatmulDesc, allow_split: bool, adapter: Adapter) -> (usize, usiz
     // Many workgroups, unsplit or splitting a k shorter than a weight gradient's: the wide tile.
     // (Long weight gradients split into ~128 workgroups measured level to 2% slower on it.)
     let wide_pays = d.tile.is_none()
+        && env_tile().is_none()
         && adapter == Adapter::Gpu
         && d.m.div_ceil(128) * d.n.div_ceil(256) * d.batch * splits >= WIDE_MIN_GROUPS
         && (splits == 1 || d.k < LONG_K);
@@ -210,7 +211,8 @@ impl Adapter {
     }
 }
 
-/// `KILN_MATMUL_TILE=64|128` natively forces one tile (and no split) for A/B measurements.
+/// `KILN_MATMUL_TILE=64|128|3` natively forces one tile (3: the wide one; no split) for A/B
+/// measurements.
 fn env_tile() -> Option<usize> {
     #[cfg(not(target_arch = "wasm32"))]
     {
