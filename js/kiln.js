@@ -8,6 +8,7 @@
 
 import { bindings, ensureInit, loadGenesis, toMetrics } from './module.js';
 import { invalid, asError, kilnError, checkKeys, checkInt, checkU32, checkBool, configArg, checkpointBytes, folderArg } from './args.js';
+import { hasFormats, exportFilesOf, checkpointOfExport } from './formats.js';
 
 export { init, presets, preset, validateConfig, shareConfig, openShared, readCheckpoint, parsePoints, adapterInfo } from './module.js';
 
@@ -67,7 +68,15 @@ export class Kiln {
    */
   static async fromExport(files) {
     const arg = folderArg(files);
-    return Kiln.#open(() => bindings.Session.fromExport(arg));
+    await ensureInit();
+    if (hasFormats()) return Kiln.#open(() => bindings.Session.fromExport(arg));
+    let checkpoint;
+    try {
+      checkpoint = await checkpointOfExport(arg); // the page's wasm reads folders in its second wasm
+    } catch (e) {
+      throw asError(e);
+    }
+    return Kiln.#open(() => bindings.Session.fromCheckpoint(checkpoint));
   }
 
   /**
@@ -381,7 +390,7 @@ export class Kiln {
 
   /** The run as a folder for PyTorch / Hugging Face (file name → Uint8Array; see the README). */
   exportFiles() {
-    return this.#enqueue((s) => s.exportFiles());
+    return this.#enqueue((s) => (hasFormats() ? s.exportFiles() : exportFilesOf(s)));
   }
 
   /** A safetensors checkpoint: weights, optimizer state, config, step and sampler state; `{ dtype: 'f16' }` halves the file. */

@@ -78,32 +78,37 @@ export async function ensureInit() {
   await (ready ?? init());
 }
 
-let genesis = null; // Promise<void> of handing over the built-in text, once
+let genesis = null; // Promise<string> of the built-in text, fetched once
+let provided = null; // Promise<void> of handing it to this module's wasm, once
 
 /**
- * Fetches data/genesis.txt (beside this file; read from disk in Node) and hands it to a wasm
- * built without it, which checks that it is that file. Called by kiln.js on `corpus-missing`.
+ * data/genesis.txt (beside this file; read from disk in Node), for a wasm built without it:
+ * `loadGenesis` hands it to kiln-gpu's, js/formats.js to its second wasm.
  */
-export function loadGenesis() {
+export function genesisText() {
   genesis ??= (async () => {
     // A name in a variable, so that a bundler does not look for the file in the npm package
     // (whose wasm has the text built in and never asks).
     const name = 'genesis.txt';
     const url = new URL(name, import.meta.url);
-    let text;
-    if (isNode && url.protocol === 'file:') {
-      text = await readFromDisk(url, 'utf8');
-    } else {
-      const response = await fetch(url);
-      if (!response.ok) throw invalid('genesis.txt', `fetching ${url} failed: HTTP ${response.status}`);
-      text = await response.text();
-    }
-    bindings.provideGenesis(text);
+    if (isNode && url.protocol === 'file:') return readFromDisk(url, 'utf8');
+    const response = await fetch(url);
+    if (!response.ok) throw invalid('genesis.txt', `fetching ${url} failed: HTTP ${response.status}`);
+    return response.text();
   })();
   genesis.catch(() => {
     genesis = null; // a failed fetch may be retried by the next run
   });
   return genesis;
+}
+
+/** Hands the built-in text to the wasm, which checks that it is that file. Called by kiln.js on `corpus-missing`. */
+export function loadGenesis() {
+  provided ??= genesisText().then((text) => bindings.provideGenesis(text));
+  provided.catch(() => {
+    provided = null;
+  });
+  return provided;
 }
 
 /** Calls a wasm function; its Errors (with `code` and `field`) pass through as they are. */

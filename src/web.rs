@@ -19,6 +19,8 @@ use crate::presets::{preset as preset_config, PRESETS};
 use crate::session::generate::GenerateOptions;
 use crate::session::{Session, METRIC_SLOTS};
 
+#[cfg(feature = "formats")]
+mod export;
 mod files;
 
 #[wasm_bindgen(start)]

@@ -1,15 +1,10 @@
 //! The files a run reads and writes, as wasm bindings of `Session` (beside web.rs's): checkpoints
-//! (F32 or F16), the MLX-layout quantized copy, and the export folder for PyTorch and Hugging
-//! Face (`exportFiles`, `fromExport`: name → bytes; the page zips and unzips it, fflate).
+//! (F32 or F16) and the MLX-layout quantized copy. The export folder is export.rs's.
 
-use std::collections::HashMap;
-
-use js_sys::{Object, Reflect, Uint8Array};
+use js_sys::Uint8Array;
 use wasm_bindgen::prelude::*;
-use wasm_bindgen::JsCast;
 
-use super::{acquire_gpu, js_error, numbers_to_js, object_json, set, WebSession};
-use crate::error::KilnError;
+use super::{acquire_gpu, js_error, numbers_to_js, object_json, WebSession};
 use crate::quantize::QuantizeOptions;
 use crate::session::checkpoint::CheckpointDtype;
 use crate::session::Session;
@@ -65,31 +60,5 @@ impl WebSession {
     /// Loads a checkpoint of the same model; on error the run is unchanged.
     pub fn load(&mut self, bytes: &[u8]) -> Result<(), JsValue> {
         self.session.load_checkpoint(bytes).map_err(js_error)
-    }
-
-    /// The run's export folder (a Llama as a Hugging Face folder, an MLP as a PyTorch
-    /// nn.Sequential; see session/export.rs) as an object of file name → Uint8Array.
-    #[wasm_bindgen(js_name = exportFiles)]
-    pub async fn export_files(&self) -> Result<Object, JsValue> {
-        let out = Object::new();
-        for (name, bytes) in self.session.export_files().await.map_err(js_error)? {
-            set(&out, name, &Uint8Array::from(bytes.as_slice()))?;
-        }
-        Ok(out)
-    }
-
-    /// A run from an export folder's files (an object of file name → Uint8Array): Kiln's own
-    /// export trained on anywhere, or another char-level Hugging Face Llama with train.txt.
-    #[wasm_bindgen(js_name = fromExport)]
-    pub async fn from_export(files: Object) -> Result<WebSession, JsValue> {
-        let mut map = HashMap::new();
-        for name in Object::keys(&files).iter() {
-            let name = name.as_string().unwrap_or_default();
-            let value = Reflect::get(&files, &JsValue::from_str(&name))?;
-            let bytes = value.dyn_into::<Uint8Array>().map_err(|_| js_error(KilnError::invalid(&name, "must be a Uint8Array of the file's bytes")))?;
-            map.insert(name, bytes.to_vec());
-        }
-        let gpu = acquire_gpu().await.map_err(js_error)?;
-        Self::wrap(Session::from_export(gpu, &map))
     }
 }

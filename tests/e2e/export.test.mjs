@@ -30,7 +30,14 @@ async function main() {
   await withPlayground(DIST, async ({ page, errors }) => {
     await until(page, () => window.kilnPage?.summary().info, null, 'the first run', 60_000);
 
+    // What the page fetches from here on: the export folder's work is in the second wasm
+    // (js/formats.js), which the first load leaves out.
+    const fetched = [];
+    page.on('request', (r) => fetched.push(new URL(r.url()).pathname));
+    const second = () => fetched.filter((p) => p.endsWith('/formats/kiln_formats_bg.wasm')).length;
+
     await test('an MLP exports as a zip for PyTorch and opens back at its step', page, async () => {
+      assert(second() === 0, 'the second wasm is not fetched before an export');
       for (let i = 0; i < 3; i++) {
         await page.click('#step');
         await until(page, (n) => window.kilnPage.summary().step >= n, i + 1, `step ${i + 1}`, 30_000);
@@ -45,12 +52,37 @@ async function main() {
       assert(names.join() === want.join(), `zip entries: ${names}`);
       const kiln = JSON.parse(new TextDecoder().decode(zip['mlp-spiral-export/kiln_config.json']));
       assert(kiln.kiln_step === 3 && kiln.kiln_config.model.mlp.hidden.join() === '16,16', JSON.stringify(kiln).slice(0, 200));
+      assert(second() === 1, `the second wasm fetched once for the export, got ${second()}`);
       const runs = (await summary(page)).runs;
       await page.setInputFiles('#import-zip', file);
       await until(page, (n) => window.kilnPage.summary().runs > n, runs, 'the run from the zip', 60_000);
       assert(/imported folder/.test(await page.textContent('#preset-desc')), 'the form says where the run came from');
       await page.click('#step');
       await until(page, () => window.kilnPage.summary().step === 4, null, 'the imported run continues at step 4', 30_000);
+    });
+
+    await test('a Llama on the built-in text exports as a Hugging Face folder', page, async () => {
+      const runs = (await summary(page)).runs;
+      await page.selectOption('#preset', 'llama-tiny');
+      await until(page, (n) => window.kilnPage.summary().runs > n && window.kilnPage.summary().info?.config?.model?.llama, runs, 'the llama-tiny run', 60_000);
+      // Shrunk so SwiftShader keeps up (its export runs the model for kiln_reference.json).
+      for (const [field, value] of [['#ll-d_model', '32'], ['#ll-heads', '2'], ['#ll-layers', '1'], ['#ll-context', '32'], ['#ll-hidden', '64'], ['#batch', '4']]) {
+        await page.fill(field, value);
+      }
+      await until(page, () => window.kilnPage.summary().info?.config?.model?.llama?.d_model === 32 && window.kilnPage.summary().info.config.batch === 4, null, 'the small Llama', 60_000);
+      await page.click('#step');
+      await until(page, () => window.kilnPage.summary().step >= 1, null, 'a llama-tiny step', 60_000);
+      // The second wasm is built without Genesis too: it is handed the text the page fetched.
+      const [download] = await Promise.all([page.waitForEvent('download', { timeout: 120_000 }), page.click('#export-zip')]);
+      // An edited preset is a run of its own: kiln-step1-export.zip holding kiln-export/.
+      assert(download.suggestedFilename() === 'kiln-step1-export.zip', download.suggestedFilename());
+      const zip = unzipSync(await fs.readFile(await download.path()));
+      for (const name of ['config.json', 'model.safetensors', 'tokenizer.json', 'kiln_reference.json']) {
+        assert(zip[`kiln-export/${name}`]?.length > 0, `${name} in ${Object.keys(zip)}`);
+      }
+      const config = JSON.parse(new TextDecoder().decode(zip['kiln-export/config.json']));
+      assert(config.kiln_step === 1 && config.kiln_config.model.llama.d_model === 32, JSON.stringify(config).slice(0, 200));
+      assert(second() === 1, 'the second wasm is fetched once');
     });
 
     await test("a Llama made by Transformers opens from a zip, trains and samples", page, async () => {
