@@ -162,7 +162,7 @@ impl Gpu {
             backend: format!("{:?}", self.info.backend),
             driver: format!("{} {}", self.info.driver, self.info.driver_info).trim().to_string(),
             // Browsers do not report a device type; their CPU fallback names itself.
-            cpu: self.on_cpu() || ["swiftshader", "llvmpipe"].iter().any(|n| self.info.name.to_lowercase().contains(n)),
+            cpu: self.on_cpu() || ["swiftshader", "llvmpipe"].iter().any(|n| self.info.name.to_ascii_lowercase().contains(n)),
             max_storage_binding_bytes: self.limits.max_storage_buffer_binding_size,
             max_buffer_bytes: self.limits.max_buffer_size,
             max_workgroups_per_dim: self.limits.max_compute_workgroups_per_dimension,
