@@ -2,11 +2,14 @@
 // through Node's `webgpu` package (bench/engine_bench.mjs does the measuring).
 //
 //   node bench/dawn_bench.mjs [--quick] [--scaling | --mixed] [--profile] [--seconds 3] [--json FILE]
+//                             [--toggles disable_robustness,disable_workgroup_init,...]
 //
 // --scaling trains the scaling table's configs (presets::scaling) instead of the presets;
 // --mixed trains llama-tiny and llama-small (llama-tiny only with --quick) in fp32 and in mixed
 // precision (each run's GPU memory is in its row); --profile then times each Llama config's step
-// dispatch by dispatch (profileStep), as `kiln bench --scaling` does natively.
+// dispatch by dispatch (profileStep), as `kiln bench --scaling` does natively. --toggles turns
+// Dawn features a browser keeps on off (its robustness checks, zero-filled workgroup memory,
+// guarded integer division), to size what each costs; the page can never do so.
 //
 // Without a GPU, Dawn needs SwiftShader: VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json
 import fs from 'node:fs';
@@ -21,7 +24,8 @@ const arg = (name, fallback) => {
 };
 
 Object.assign(globalThis, globals);
-await kiln.init({ gpu: create([]) });
+const toggles = arg('--toggles');
+await kiln.init({ gpu: create(toggles ? [`enable-dawn-features=${toggles}`] : []) });
 const quick = process.argv.includes('--quick');
 /** The Llama presets in both precisions. */
 function precisionConfigs() {
@@ -33,7 +37,7 @@ function precisionConfigs() {
     }));
 }
 const configs = process.argv.includes('--scaling') ? scalingConfigs() : process.argv.includes('--mixed') ? precisionConfigs() : null;
-const report = await benchKiln({ kiln, benchMatmul, engine: 'Dawn (node webgpu)', quick, seconds: Number(arg('--seconds', 3)), configs });
+const report = await benchKiln({ kiln, benchMatmul, engine: toggles ? `Dawn (node webgpu; ${toggles})` : 'Dawn (node webgpu)', quick, seconds: Number(arg('--seconds', 3)), configs });
 if (process.argv.includes('--profile')) {
   report.profile = [];
   for (const { name, config } of (configs ?? []).filter((c) => c.config.model.llama)) {

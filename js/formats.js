@@ -6,8 +6,7 @@
 // folder is the one the run itself would write. The npm package's wasm has the formats built in
 // and never loads it.
 
-import { bindings, genesisText } from './module.js';
-import { asError } from './args.js';
+import { bindings, genesisText, withGenesis } from './module.js';
 
 let second = null; // Promise<the second wasm's bindings>, loaded once
 
@@ -29,21 +28,13 @@ function formatsModule() {
   return second;
 }
 
-/** A session of the second wasm from `open(bindings)`; a run on the built-in text gets it first. */
-async function openThere(open) {
-  const module = await formatsModule();
-  try {
-    return await open(module);
-  } catch (e) {
-    if (asError(e).code !== 'corpus-missing') throw e;
-    module.provideGenesis(await genesisText());
-    return open(module);
-  }
-}
-
-/** Runs `fn` on a session of the second wasm, then destroys it (its own GPU device). */
+/**
+ * Runs `fn` on a session of the second wasm from `open(bindings)` (a run on the built-in text
+ * is handed the text first), then destroys the session (its own GPU device).
+ */
 async function withSession(open, fn) {
-  const session = await openThere(open);
+  const module = await formatsModule();
+  const session = await withGenesis(() => open(module), async () => module.provideGenesis(await genesisText()));
   try {
     return await fn(session);
   } finally {

@@ -6,7 +6,7 @@
 // method borrows the session while it awaits and an overlapping call would fail with
 // wasm-bindgen's "recursive use of an object" error. Every Error it rejects with has a `code`.
 
-import { bindings, ensureInit, loadGenesis, toMetrics } from './module.js';
+import { bindings, ensureInit, loadGenesis, withGenesis, toMetrics } from './module.js';
 import { invalid, asError, kilnError, checkKeys, checkInt, checkU32, checkBool, configArg, checkpointBytes, folderArg } from './args.js';
 import { hasFormats, exportFilesOf, checkpointOfExport } from './formats.js';
 
@@ -88,13 +88,7 @@ export class Kiln {
     await ensureInit();
     let session;
     try {
-      try {
-        session = await make();
-      } catch (e) {
-        if (asError(e).code !== 'corpus-missing') throw e;
-        await loadGenesis();
-        session = await make();
-      }
+      session = await withGenesis(make, loadGenesis);
     } catch (e) {
       throw asError(e);
     }

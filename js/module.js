@@ -111,6 +111,21 @@ export function loadGenesis() {
   return provided;
 }
 
+/**
+ * Runs `make()`, which builds a session in a wasm built without the built-in text (the page's,
+ * and formats.js's second wasm). The first time a run trains on that text the wasm answers
+ * `corpus-missing`: then `provide()` hands the text to that wasm and `make()` runs once more.
+ */
+export async function withGenesis(make, provide) {
+  try {
+    return await make();
+  } catch (e) {
+    if (asError(e).code !== 'corpus-missing') throw e;
+    await provide();
+    return make();
+  }
+}
+
 /** Calls a wasm function; its Errors (with `code` and `field`) pass through as they are. */
 function call(fn) {
   try {

@@ -5,7 +5,9 @@
 //! must have rms_norm's bits (same sums), and against the f64 norm rms_norm's own tolerance
 //! (a 256-term sum of squares and a sqrt: rtol 1e-5). The backward adds up to
 //! ~250 dout rows of values in [-1, 1] per dtable element in f32 (ascending n, like the
-//! reference but rounded at each step): about sqrt(250)·|sum|·6e-8, so atol 1e-4 + rtol 1e-5.
+//! reference but rounded at each step): about sqrt(250)·|sum|·6e-8, so atol 1e-4 + rtol 1e-5;
+//! and since each element is summed in ascending n from its old value, the same sums in f32 on
+//! the CPU must give its bits exactly.
 
 use kiln::kernels::embedding::{self as emb, reference};
 use kiln::kernels::norm::reference::rms_norm as rms_norm_ref;
@@ -66,6 +68,14 @@ pub async fn run(gpu: &Gpu, c: &mut Checks) {
         let got = read(gpu, &dtable).await;
         let want: Vec<f64> = reference::embedding_backward(&dout64, &tok, vocab).iter().zip(&dtable0).map(|(a, b)| a + b).collect();
         c.close("embedding_backward", &label, &got, &want, ATOL, RTOL);
+        // The kernel's order, replayed in f32: dtable's value, then dout rows in ascending n.
+        let mut ordered = to32(&dtable0);
+        for (n, &t) in tok.iter().enumerate().filter(|&(_, &t)| (t as usize) < vocab) {
+            for i in 0..ch {
+                ordered[t as usize * ch + i] += dout64[n * ch + i] as f32;
+            }
+        }
+        c.exact("embedding_backward", &format!("ascending-n f32 sums, {label}"), &got, &ordered);
 
         // Deterministic: the same inputs give the same bits.
         gpu.write(&dtable, &to32(&dtable0)).unwrap();

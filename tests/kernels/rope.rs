@@ -18,14 +18,15 @@ const RTOL: f64 = 1e-5;
 /// (config, batch, grid limit).
 fn cases() -> Vec<(RopeConfig, usize, u32)> {
     vec![
-        // Plain (B, T, H, hd): 120 pairs, not a multiple of 64.
+        // Plain (B, T, H, hd): 40 threads (token, pair), each turning 3 heads' pairs.
         (RopeConfig::plain(8, 3, 5, 10_000.0), 2, 65_535),
-        // Fused (B, T, 3C) qkv: q and k rotate, v stays; 11 workgroups on a 2-D grid (limit 5).
-        (RopeConfig::qkv(16, 2, 7, 10_000.0), 3, 5),
+        // Fused (B, T, 3C) qkv: q and k rotate, v stays; 168 threads, 3 workgroups on a 2-D
+        // grid (limit 2: one workgroup of the 2x2 grid has nothing to do).
+        (RopeConfig::qkv(16, 2, 7, 10_000.0), 3, 2),
         // Larger head_dim, positions shifted by base_pos, Llama-3's theta.
         (RopeConfig { base_pos: 17, ..RopeConfig::plain(64, 4, 33, 500_000.0) }, 2, 65_535),
-        // Odd half (hd = 6) with extra floats after the rotated heads, on a 2-D grid.
-        (RopeConfig { head_dim: 6, seq_len: 4, heads: 2, token_stride: 15, base_pos: 3, theta: 100.0 }, 5, 1),
+        // Odd half (hd = 6) with extra floats after the rotated heads, 3 workgroups on a 2-D grid.
+        (RopeConfig { head_dim: 6, seq_len: 4, heads: 2, token_stride: 15, base_pos: 3, theta: 100.0 }, 12, 1),
     ]
 }
 
