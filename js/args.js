@@ -38,6 +38,24 @@ export function checkKeys(options, allowed, what) {
   return options;
 }
 
+/** An options object (or nothing) whose fields the Rust side checks and names. */
+export function checkOptionsObject(options) {
+  if (options !== undefined && (options === null || typeof options !== 'object' || Array.isArray(options))) {
+    throw invalid('options', 'expected an options object');
+  }
+}
+
+export function checkPrompt(prompt) {
+  if (typeof prompt !== 'string') throw invalid('prompt', `must be a string, got ${typeof prompt}`);
+}
+
+/** The half-width of the input plane a grid covers (default 1.5). */
+export function checkExtent(value) {
+  const extent = value ?? 1.5;
+  if (typeof extent !== 'number') throw invalid('extent', `must be a number, got ${typeof extent}`);
+  return extent;
+}
+
 /** An integer in lo..=hi, for the arguments only the JS layer knows (steps, readEvery). */
 export function checkInt(value, field, lo, hi) {
   if (!Number.isInteger(value) || value < lo || value > hi) {

@@ -7,7 +7,10 @@
 // wasm-bindgen's "recursive use of an object" error. Every Error it rejects with has a `code`.
 
 import { bindings, ensureInit, loadGenesis, withGenesis, toMetrics } from './module.js';
-import { invalid, asError, kilnError, checkKeys, checkInt, checkU32, checkBool, configArg, checkpointBytes, folderArg } from './args.js';
+import {
+  invalid, asError, kilnError, checkKeys, checkInt, checkU32, checkBool, configArg, checkpointBytes, folderArg,
+  checkOptionsObject, checkPrompt, checkExtent,
+} from './args.js';
 import { hasFormats, exportFilesOf, checkpointOfExport } from './formats.js';
 
 export { init, presets, preset, validateConfig, shareConfig, openShared, readCheckpoint, parsePoints, adapterInfo } from './module.js';
@@ -245,16 +248,11 @@ export class Kiln {
    * every point, or every next token of a text split up to `maxTokens` (default 16,384; in
    * whole windows), and how many were `scored`.
    */
-  evaluate(options = {}) {
-    let validation, maxTokens, quantized;
-    try {
-      const o = checkKeys(options, ['validation', 'maxTokens', 'quantized'], 'evaluate');
-      validation = checkBool(o.validation, 'validation', true);
-      maxTokens = o.maxTokens === undefined ? undefined : checkU32(o.maxTokens, 'maxTokens');
-      quantized = checkBool(o.quantized, 'quantized');
-    } catch (e) {
-      return Promise.reject(e);
-    }
+  async evaluate(options = {}) {
+    const o = checkKeys(options, ['validation', 'maxTokens', 'quantized'], 'evaluate');
+    const validation = checkBool(o.validation, 'validation', true);
+    const maxTokens = o.maxTokens === undefined ? undefined : checkU32(o.maxTokens, 'maxTokens');
+    const quantized = checkBool(o.quantized, 'quantized');
     return this.#enqueue((s) => s.evaluate(validation, maxTokens, quantized));
   }
 
@@ -276,37 +274,24 @@ export class Kiln {
    * [-extent, extent]² ((size, size, classes), row-major, first row at y = +extent), or a
    * regression MLP's predictions at `size` evenly spaced x from -extent to +extent.
    */
-  predictGrid(options = {}) {
-    let size, extent, quantized;
-    try {
-      const o = checkKeys(options, ['size', 'extent', 'quantized'], 'predictGrid');
-      size = checkU32(o.size ?? 64, 'size');
-      extent = o.extent ?? 1.5;
-      if (typeof extent !== 'number') throw invalid('extent', `must be a number, got ${typeof extent}`);
-      quantized = checkBool(o.quantized, 'quantized');
-    } catch (e) {
-      return Promise.reject(e);
-    }
+  async predictGrid(options = {}) {
+    const o = checkKeys(options, ['size', 'extent', 'quantized'], 'predictGrid');
+    const size = checkU32(o.size ?? 64, 'size');
+    const extent = checkExtent(o.extent);
+    const quantized = checkBool(o.quantized, 'quantized');
     const kind = this.info.regression ? 'regression' : 'classification';
     const classes = this.info.regression ? 1 : this.info.classes;
     return this.#enqueue(async (s) => ({ kind, size, extent, classes, values: await s.predictGrid(size, extent, quantized) }));
   }
 
   /** Continues `prompt` with a Llama run (characters the training text contains). */
-  generate(prompt, options = {}) {
-    // The options are checked on the Rust side (GenerateOptions), naming the field.
-    if (typeof prompt !== 'string') return Promise.reject(invalid('prompt', `must be a string, got ${typeof prompt}`));
-    if (options !== undefined && (options === null || typeof options !== 'object' || Array.isArray(options))) {
-      return Promise.reject(invalid('options', 'expected an options object'));
-    }
-    // `quantized` picks the weights; the sampling options are checked on the Rust side.
+  async generate(prompt, options = {}) {
+    checkPrompt(prompt);
+    checkOptionsObject(options);
+    // `quantized` picks the weights; the sampling options are checked on the Rust side
+    // (GenerateOptions), naming the field.
     const { quantized, ...sampling } = options ?? {};
-    let fromCopy;
-    try {
-      fromCopy = checkBool(quantized, 'quantized');
-    } catch (e) {
-      return Promise.reject(e);
-    }
+    const fromCopy = checkBool(quantized, 'quantized');
     return this.#enqueue((s) => s.generate(prompt, sampling, fromCopy));
   }
 
@@ -314,14 +299,9 @@ export class Kiln {
    * Llama only: for each of the prompt's last `context` characters, the `k` (default 5) most
    * likely next characters with their probabilities, most likely first.
    */
-  nextTokens(prompt, options = {}) {
-    let k;
-    try {
-      if (typeof prompt !== 'string') throw invalid('prompt', `must be a string, got ${typeof prompt}`);
-      k = checkU32(checkKeys(options, ['k'], 'nextTokens').k ?? 5, 'k');
-    } catch (e) {
-      return Promise.reject(e);
-    }
+  async nextTokens(prompt, options = {}) {
+    checkPrompt(prompt);
+    const k = checkU32(checkKeys(options, ['k'], 'nextTokens').k ?? 5, 'k');
     return this.#enqueue((s) => s.nextTokens(prompt, k));
   }
 
@@ -330,22 +310,16 @@ export class Kiln {
    * each hidden layer after its activation, and the outputs — on the same grid (or curve) as
    * `predictGrid`. Each layer's `values` is (neurons, points), neuron by neuron.
    */
-  neuronOutputs(options = {}) {
-    let size, extent;
-    try {
-      const o = checkKeys(options, ['size', 'extent'], 'neuronOutputs');
-      size = checkU32(o.size ?? 32, 'size');
-      extent = o.extent ?? 1.5;
-      if (typeof extent !== 'number') throw invalid('extent', `must be a number, got ${typeof extent}`);
-    } catch (e) {
-      return Promise.reject(e);
-    }
+  async neuronOutputs(options = {}) {
+    const o = checkKeys(options, ['size', 'extent'], 'neuronOutputs');
+    const size = checkU32(o.size ?? 32, 'size');
+    const extent = checkExtent(o.extent);
     return this.#enqueue((s) => s.neuronOutputs(size, extent));
   }
 
   /** Llama only: every layer's and head's attention probabilities over the prompt's last `context` characters. */
-  attentionMaps(prompt) {
-    if (typeof prompt !== 'string') return Promise.reject(invalid('prompt', `must be a string, got ${typeof prompt}`));
+  async attentionMaps(prompt) {
+    checkPrompt(prompt);
     return this.#enqueue((s) => s.attentionMaps(prompt));
   }
 
@@ -354,13 +328,8 @@ export class Kiln {
    * gradients and last update, and each layer's gradient RMS and activations, as the last step
    * left them (computed on the GPU; only the summaries are read back).
    */
-  inspect(options = {}) {
-    let bins;
-    try {
-      bins = checkU32(checkKeys(options, ['bins'], 'inspect').bins ?? 32, 'bins');
-    } catch (e) {
-      return Promise.reject(e);
-    }
+  async inspect(options = {}) {
+    const bins = checkU32(checkKeys(options, ['bins'], 'inspect').bins ?? 32, 'bins');
     return this.#enqueue((s) => s.inspect(bins));
   }
 
@@ -370,10 +339,8 @@ export class Kiln {
    * validation split. `{ quantized: true }` on evaluate, predictGrid and generate then uses the
    * copy; `saveQuantized()` writes it as an MLX-layout safetensors file.
    */
-  quantize(options) {
-    if (options !== undefined && (options === null || typeof options !== 'object' || Array.isArray(options))) {
-      return Promise.reject(invalid('options', 'expected an options object'));
-    }
+  async quantize(options) {
+    checkOptionsObject(options);
     return this.#enqueue((s) => s.quantize(options));
   }
 
@@ -388,24 +355,14 @@ export class Kiln {
   }
 
   /** A safetensors checkpoint: weights, optimizer state, config, step and sampler state; `{ dtype: 'f16' }` halves the file. */
-  save(options = {}) {
-    let dtype;
-    try {
-      dtype = checkKeys(options, ['dtype'], 'save').dtype; // 'f32' | 'f16', checked by Rust
-    } catch (e) {
-      return Promise.reject(e);
-    }
+  async save(options = {}) {
+    const dtype = checkKeys(options, ['dtype'], 'save').dtype; // 'f32' | 'f16', checked by Rust
     return this.#enqueue((s) => s.save(dtype));
   }
 
   /** Restores a checkpoint of the same model (from `save()`); on error the run is unchanged. */
-  load(bytes) {
-    let view;
-    try {
-      view = checkpointBytes(bytes);
-    } catch (e) {
-      return Promise.reject(e);
-    }
+  async load(bytes) {
+    const view = checkpointBytes(bytes);
     return this.#enqueue((s) => s.load(view));
   }
 
