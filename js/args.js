@@ -38,18 +38,12 @@ export function checkKeys(options, allowed, what) {
   return options;
 }
 
-/** An options object (or nothing) whose fields the Rust side checks and names. */
-export function checkOptionsObject(options) {
-  if (options !== undefined && (options === null || typeof options !== 'object' || Array.isArray(options))) {
-    throw invalid('options', 'expected an options object');
-  }
-}
-
+/** A prompt for the wasm: wasm-bindgen would turn a number or an object into its text silently. */
 export function checkPrompt(prompt) {
   if (typeof prompt !== 'string') throw invalid('prompt', `must be a string, got ${typeof prompt}`);
 }
 
-/** The half-width of the input plane a grid covers (default 1.5). */
+/** The half-width of the input plane a grid covers (default 1.5); wasm-bindgen would coerce a non-number. */
 export function checkExtent(value) {
   const extent = value ?? 1.5;
   if (typeof extent !== 'number') throw invalid('extent', `must be a number, got ${typeof extent}`);

@@ -9,7 +9,7 @@
 import { bindings, ensureInit, loadGenesis, withGenesis, toMetrics } from './module.js';
 import {
   invalid, asError, kilnError, checkKeys, checkInt, checkU32, checkBool, configArg, checkpointBytes, folderArg,
-  checkOptionsObject, checkPrompt, checkExtent,
+  checkPrompt, checkExtent,
 } from './args.js';
 import { hasFormats, exportFilesOf, checkpointOfExport } from './formats.js';
 
@@ -285,14 +285,10 @@ export class Kiln {
   }
 
   /** Continues `prompt` with a Llama run (characters the training text contains). */
-  async generate(prompt, options = {}) {
+  async generate(prompt, options) {
     checkPrompt(prompt);
-    checkOptionsObject(options);
-    // `quantized` picks the weights; the sampling options are checked on the Rust side
-    // (GenerateOptions), naming the field.
-    const { quantized, ...sampling } = options ?? {};
-    const fromCopy = checkBool(quantized, 'quantized');
-    return this.#enqueue((s) => s.generate(prompt, sampling, fromCopy));
+    // The sampling options and `quantized` (which weights) are checked on the Rust side.
+    return this.#enqueue((s) => s.generate(prompt, options));
   }
 
   /**
@@ -340,7 +336,6 @@ export class Kiln {
    * copy; `saveQuantized()` writes it as an MLX-layout safetensors file.
    */
   async quantize(options) {
-    checkOptionsObject(options);
     return this.#enqueue((s) => s.quantize(options));
   }
 

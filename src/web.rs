@@ -61,10 +61,40 @@ fn config_from_js(value: JsValue) -> Result<SessionConfig> {
     if let Some(json) = value.as_string() {
         return SessionConfig::from_json(&json);
     }
-    if !value.is_object() || Array::is_array(&value) {
+    if !is_plain_object(&value) {
         return Err(KilnError::invalid("config", "expected a SessionConfig object (or its JSON text)"));
     }
     SessionConfig::from_json(&object_json(&value, "config")?)
+}
+
+fn is_plain_object(value: &JsValue) -> bool {
+    value.is_object() && !Array::is_array(value)
+}
+
+/// An options argument as JSON: None for undefined or null (the defaults); anything but an
+/// object (an array, a number) is refused, naming `what` (an array would otherwise read as the
+/// struct's fields in order).
+fn options_json(value: &JsValue, what: &str) -> Result<Option<String>> {
+    if value.is_undefined() || value.is_null() {
+        return Ok(None);
+    }
+    if !is_plain_object(value) {
+        return Err(KilnError::invalid(what, "expected an options object"));
+    }
+    object_json(value, what).map(Some)
+}
+
+/// `generate`'s options: the sampling (`GenerateOptions`) and `quantized`, which picks the
+/// weights (the quantized copy) rather than how to sample.
+fn generate_options(value: &JsValue) -> Result<(GenerateOptions, bool)> {
+    let Some(json) = options_json(value, "options")? else { return Ok((GenerateOptions::default(), false)) };
+    let mut fields: serde_json::Map<String, serde_json::Value> = crate::parse::from_json(&json, "options")?;
+    let quantized = match fields.remove("quantized") {
+        None => false,
+        Some(serde_json::Value::Bool(b)) => b,
+        Some(v) => return Err(KilnError::invalid("quantized", format!("must be true or false, got {v}"))),
+    };
+    Ok((crate::parse::from_json(&serde_json::Value::Object(fields).to_string(), "options")?, quantized))
 }
 
 /// An options or config object as JSON, through one parser with the CLI's and the files'.
@@ -284,13 +314,9 @@ impl WebSession {
         Ok(Float32Array::from(values.as_slice()))
     }
 
-    /// Continues `prompt`; `options` is a `GenerateOptions` object (or undefined).
-    pub async fn generate(&self, prompt: String, options: JsValue, quantized: bool) -> Result<String, JsValue> {
-        let opts: GenerateOptions = if options.is_undefined() || options.is_null() {
-            GenerateOptions::default()
-        } else {
-            crate::parse::from_json(&object_json(&options, "options").map_err(js_error)?, "options").map_err(js_error)?
-        };
+    /// Continues `prompt`; `options` is a `GenerateOptions` object with `quantized` (or undefined).
+    pub async fn generate(&self, prompt: String, options: JsValue) -> Result<String, JsValue> {
+        let (opts, quantized) = generate_options(&options).map_err(js_error)?;
         let params = self.session.weights_for(quantized).map_err(js_error)?;
         self.session.generate_with(params, &prompt, &opts).await.map_err(js_error)
     }

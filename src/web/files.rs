@@ -4,7 +4,7 @@
 use js_sys::Uint8Array;
 use wasm_bindgen::prelude::*;
 
-use super::{acquire_gpu, js_error, numbers_to_js, object_json, WebSession};
+use super::{acquire_gpu, js_error, numbers_to_js, object_json, options_json, WebSession};
 use crate::quantize::QuantizeOptions;
 use crate::session::checkpoint::CheckpointDtype;
 use crate::session::Session;
@@ -30,10 +30,9 @@ impl WebSession {
     /// `QuantizeReport`: quantizes the current weights (`options`: a `QuantizeOptions` object or
     /// undefined) into a copy beside them, and scores both.
     pub async fn quantize(&mut self, options: JsValue) -> Result<JsValue, JsValue> {
-        let opts: QuantizeOptions = if options.is_undefined() || options.is_null() {
-            QuantizeOptions::default()
-        } else {
-            crate::parse::from_json(&object_json(&options, "options").map_err(js_error)?, "options").map_err(js_error)?
+        let opts: QuantizeOptions = match options_json(&options, "options").map_err(js_error)? {
+            None => QuantizeOptions::default(),
+            Some(json) => crate::parse::from_json(&json, "options").map_err(js_error)?,
         };
         numbers_to_js(&self.session.quantize(&opts).await.map_err(js_error)?)
     }

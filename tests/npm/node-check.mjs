@@ -163,6 +163,7 @@ await check('quantize: the copy scores, predicts and reloads from its MLX file; 
   assert((await back.evaluate()).loss === rep.quantized.loss && back.info.config.model.mlp.hidden[0] === 64, 'the MLX file reloads as the copy');
   await failsWith(() => r.quantize({ bits: 3 }), 'invalid-input', 'bits', 'bits 3');
   await rejects(r.quantize({ group: 64 }), 'group', 'an unknown option');
+  await rejects(r.quantize([4, 32]), '`options`', 'quantize options as an array');
   await failsWith(() => Kiln.fromQuantized(new Uint8Array(16)), 'bad-checkpoint', 'checkpoint', 'a file that is not one');
   await failsWith(() => back.evaluate({ quantized: 'yes' }), 'invalid-input', 'quantized', 'quantized must be a boolean');
   await back.dispose();
@@ -267,6 +268,8 @@ await check('a tiny Llama trains and generates', async () => {
   assert(out === (await r.generate('the ', { maxTokens: 12, temperature: 0.8, topK: 5, seed: 7 })), 'same seed, same text');
   await rejects(r.generate('the ', { maxTokens: 0 }), '`maxTokens`', 'maxTokens 0');
   await rejects(r.generate('Z'), '`prompt`', 'prompt outside the vocabulary');
+  await rejects(r.generate('the ', [12, 0.8]), '`options`', 'options as an array');
+  await rejects(r.generate('the ', { quantized: 'yes' }), '`quantized`', 'quantized not a boolean');
   const guesses = await r.nextTokens('the q', { k: 3 });
   assert(guesses.length === 5 && guesses.map((g) => g.text).join('') === 'the q', `nextTokens positions ${JSON.stringify(guesses.map((g) => g.text))}`);
   assert(guesses.every((g) => g.next.length === 3 && g.next[0].probability >= g.next[2].probability), 'three guesses each, most likely first');
