@@ -54,8 +54,8 @@ npm: setup-test
 test-npm: npm
 	node tests/npm/run.mjs 2>&1 | tee target/npm-tests.log
 
-# Each cargo-fuzz target for FUZZ_SECONDS (default 60): checkpoint loader, config parser,
-# URL-state decoder, CSV/text import.
+# Each cargo-fuzz target for FUZZ_SECONDS (default 30; FUZZ_SECONDS=600 for a longer hunt):
+# checkpoint loader, config parser, URL-state decoder, CSV/text import.
 test-fuzz:
 	bash scripts/fuzz.sh
 

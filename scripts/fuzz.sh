@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Runs every cargo-fuzz target for FUZZ_SECONDS (default 60) from the committed seeds, and fails
+# Runs every cargo-fuzz target for FUZZ_SECONDS (default 30) from the committed seeds, and fails
 # on any crash. cargo-fuzz's instrumentation flags are unstable options, so the stable toolchain
 # runs them with RUSTC_BOOTSTRAP=1; no sanitizer (-s none): Kiln has no unsafe code of its own,
 # so a crash here means a panic, an abort or an over-allocation.
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
-SECONDS_EACH="${FUZZ_SECONDS:-60}"
+SECONDS_EACH="${FUZZ_SECONDS:-30}"
 if ! command -v cargo-fuzz >/dev/null; then
   echo "fuzz: cargo install cargo-fuzz 0.13.2 (about 3 min)"
   cargo install -q cargo-fuzz --version 0.13.2 --locked

@@ -8,9 +8,11 @@ use kiln::session::Session;
 use kiln::Gpu;
 use safetensors::SafeTensors;
 
-fn session(name: &str) -> Session {
+/// A run of preset `name` with `batch` examples a step (llvmpipe steps through 4 sequences of
+/// llama-tiny in well under a second; the preset's 16 take seconds).
+fn session(name: &str, batch: usize) -> Session {
     let mut cfg = preset(name).expect("preset");
-    cfg.batch = 64;
+    cfg.batch = batch;
     pollster::block_on(async { Session::with_gpu(Gpu::new().await.expect("GPU"), cfg).expect("valid") })
 }
 
@@ -37,7 +39,7 @@ fn weights(s: &Session) -> Vec<u32> {
 #[test]
 fn round_trip_is_bit_exact_and_training_continues_identically() {
     pollster::block_on(async {
-        let mut a = session("mlp-spiral");
+        let mut a = session("mlp-spiral", 64);
         a.train(20).unwrap();
         a.read_metrics().await.unwrap();
         let bytes = a.save_checkpoint().await.unwrap();
@@ -62,7 +64,7 @@ fn round_trip_is_bit_exact_and_training_continues_identically() {
 #[test]
 fn bad_files_are_rejected_and_leave_the_model_untouched() {
     pollster::block_on(async {
-        let mut s = session("mlp-spiral");
+        let mut s = session("mlp-spiral", 64);
         s.train(5).unwrap();
         let good = s.save_checkpoint().await.unwrap();
         s.train(5).unwrap();
@@ -70,7 +72,7 @@ fn bad_files_are_rejected_and_leave_the_model_untouched() {
 
         let mut corrupt_header = good.clone();
         corrupt_header[10] = b'}';
-        let mut other = session("mlp-xor");
+        let mut other = session("mlp-xor", 64);
         let xor = other.save_checkpoint().await.unwrap();
         let cases: Vec<(&str, Vec<u8>, &str)> = vec![
             ("empty", vec![], "safetensors"),
@@ -100,7 +102,7 @@ fn within_f16(a: f32, b: f32, scale: f32) -> bool {
 #[test]
 fn an_f16_checkpoint_is_half_the_file_and_training_goes_on_from_it() {
     pollster::block_on(async {
-        let mut a = session("llama-tiny");
+        let mut a = session("llama-tiny", 4);
         a.train(3).unwrap();
         let (full, half) = (a.save_checkpoint().await.unwrap(), a.save_checkpoint_as(CheckpointDtype::F16).await.unwrap());
         println!("f32 checkpoint {} bytes, f16 {} bytes", full.len(), half.len());

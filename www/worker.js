@@ -7,8 +7,10 @@
 import { init, Kiln, presets, preset, adapterInfo, shareConfig, openShared, readCheckpoint, parsePoints } from './kiln.js';
 import { ToWorker, ToPage, linkState } from './ui/protocol.js';
 import { zipFolder, unzipFolder } from './ui/folder-zip.js';
+import { Pace } from './ui/pace.js';
 
 let run = null;
+let pace = null; // sizes of the run's validation scores and samples (ui/pace.js)
 let generation = 0; // bumps whenever `run` is replaced; stale loops and snapshots stop
 let playing = false;
 let step = 0;
@@ -79,6 +81,7 @@ async function create(config, play, origin = 'form', open = () => Kiln.create(co
     }
     run?.dispose();
     run = fresh;
+    pace = new Pace(run.info);
     step = 0;
     chunk = 1;
     Object.keys(due).forEach((k) => { due[k] = 0; });
@@ -156,12 +159,16 @@ async function snapshot({ force = false }) {
   const wantSample = llama && step > 0 && (force || now >= due.sample);
   const wantInside = view.inside !== false && (force || now >= due.inside);
   if (!wantWeights && !wantEval && !wantSample && !wantInside) return;
-  await exclusive(async () => {
-    if (gen !== generation || !run) return;
-    const msg = { type: ToPage.snapshot };
-    const transfer = [];
-    try {
-      if (wantWeights) {
+  const msg = { type: ToPage.snapshot };
+  const transfer = [];
+  // Each part takes its own turn on the GPU queue: a new run, a step or a save waits for one
+  // part at most, and the parts of a replaced run are skipped.
+  const part = (fn) => exclusive(async () => {
+    if (gen === generation && run) await fn();
+  });
+  try {
+    if (wantWeights) {
+      await part(async () => {
         const t0 = performance.now();
         // Per-step update/weight ratios, computed on the GPU every step (the last step read).
         msg.ratios = await run.updateRatios();
@@ -173,24 +180,26 @@ async function snapshot({ force = false }) {
         }
         cost.weights = performance.now() - t0;
         due.weights = performance.now() + Math.max(llama ? 700 : 250, 4 * cost.weights);
-      }
-      if (wantEval) {
-        const t0 = performance.now();
-        // About one training batch of tokens: cheap enough to repeat while training (the API's
-        // default scores the whole split, up to 16,384 tokens).
-        msg.validation = await run.evaluate({ validation: true, maxTokens: Math.max(1, Math.min(16_384, run.info.tokensPerStep)) });
-        cost.evaluate = performance.now() - t0;
-        due.evaluate = performance.now() + Math.max(llama ? 1500 : 500, 6 * cost.evaluate);
-      }
-      if (wantInside) await inside(msg, llama);
-    } catch (e) {
-      postError('snapshot', e);
+      });
     }
-    if (gen !== generation) return;
-    msg.step = step;
-    post(msg, [...new Set(transfer)]);
-    if (wantSample) await sample(gen);
-  });
+    if (wantEval) {
+      await part(async () => {
+        const t0 = performance.now();
+        const maxTokens = pace.evalTokens();
+        msg.validation = await run.evaluate({ validation: true, maxTokens });
+        cost.evaluate = performance.now() - t0;
+        pace.evaluated(msg.validation.scored ?? maxTokens, cost.evaluate);
+        due.evaluate = performance.now() + Math.max(llama ? 1500 : 500, 6 * cost.evaluate);
+      });
+    }
+    if (wantInside) await part(() => inside(msg, llama));
+  } catch (e) {
+    postError('snapshot', e);
+  }
+  if (gen !== generation) return;
+  msg.step = step;
+  post(msg, [...new Set(transfer)]);
+  if (wantSample) await exclusive(() => sample(gen));
 }
 
 /** The look-inside views' data: distributions, and the neurons (MLP) or attention maps (Llama). */
@@ -215,9 +224,12 @@ async function inside(msg, llama) {
 }
 
 async function sample(gen) {
+  if (gen !== generation || !run) return;
   const t0 = performance.now();
+  const maxTokens = pace.sampleChars();
   try {
-    const text = await run.generate(view.prompt, { maxTokens: 120, temperature: view.temperature, topK: 20, seed: step });
+    const text = await run.generate(view.prompt, { maxTokens, temperature: view.temperature, topK: 20, seed: step });
+    pace.sampled(maxTokens, performance.now() - t0);
     if (gen === generation) post({ type: ToPage.sample, step, prompt: view.prompt, text });
     const positions = await run.nextTokens(view.prompt, { k: 5 });
     if (gen === generation) post({ type: ToPage.nextTokens, step, prompt: view.prompt, positions });
@@ -291,7 +303,7 @@ async function quantize(options) {
       const report = await run.quantize(options);
       const msg = { type: ToPage.quantized, report };
       if (isLlama()) {
-        const greedy = { maxTokens: 120, temperature: 0 };
+        const greedy = { maxTokens: pace.sampleChars(), temperature: 0 };
         const full = await run.generate(view.prompt, greedy);
         msg.samples = { prompt: view.prompt, full, quantized: await run.generate(view.prompt, { ...greedy, quantized: true }) };
       } else if (view.grid) {

@@ -1,5 +1,5 @@
-// serve.test.mjs — the page as `make serve` serves it: `trunk serve` (release, so the build of
-// `make build-page` is reused) with Trunk.toml's Content-Security-Policy, whose per-response
+// serve.test.mjs — the page as `make serve` serves it: `trunk serve` (its dev build, as `make
+// serve` runs it) with Trunk.toml's Content-Security-Policy, whose per-response
 // nonce lets Trunk's inline autoreload script run. In headless Chromium: the policy arrives
 // with a nonce, the autoreload script runs (its WebSocket connects), the page trains, and no
 // CSP violation or console error occurs.
@@ -39,7 +39,7 @@ async function main() {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}/`;
   const env = { ...process.env, PATH: `${path.resolve('node_modules/.bin')}:${process.env.PATH}` };
-  const args = ['serve', '--release', '--port', String(port), '--dist', 'target/trunk-serve-dist'];
+  const args = ['serve', '--port', String(port), '--dist', 'target/trunk-serve-dist'];
   log(`trunk ${args.join(' ')}`);
   const trunk = spawn('trunk', args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
