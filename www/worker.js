@@ -188,7 +188,7 @@ async function snapshot({ force = false }) {
         const maxTokens = pace.evalTokens();
         msg.validation = await run.evaluate({ validation: true, maxTokens });
         cost.evaluate = performance.now() - t0;
-        pace.evaluated(msg.validation.scored ?? maxTokens, cost.evaluate);
+        pace.evaluated(msg.validation.scored, cost.evaluate);
         due.evaluate = performance.now() + Math.max(llama ? 1500 : 500, 6 * cost.evaluate);
       });
     }
