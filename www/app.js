@@ -212,7 +212,7 @@ worker.onmessage = (e) => {
     case ToPage.nextTokens:
       // A new prompt starts at its last character: the guesses for what comes next.
       if (ui.nextTokens?.prompt !== m.prompt) ui.ntPosition = m.positions.length - 1;
-      ui.nextTokens = { step: m.step, prompt: m.prompt, positions: m.positions };
+      ui.nextTokens = m.positions.length ? { step: m.step, prompt: m.prompt, positions: m.positions } : null;
       break;
     case ToPage.saved:
       if (m.purpose === 'keep') runs.keepCheckpoint(m.bytes, m.id);
@@ -337,7 +337,10 @@ function choosePreset(name, build = true) {
 // ---- controls -------------------------------------------------------------------------------
 
 $('play').onclick = () => send({ type: ToWorker.play });
-$('pause').onclick = () => send({ type: ToWorker.pause });
+$('pause').onclick = () => {
+  if (state.playing) setStatus('Pausing after the steps in flight…', 'busy');
+  send({ type: ToWorker.pause });
+};
 $('step').onclick = () => send({ type: ToWorker.step });
 $('reset').onclick = () => apply();
 $('preset').onchange = (e) => choosePreset(e.target.value);
@@ -357,10 +360,6 @@ form.onEdit((source) => {
   $('preset').value = '';
   ui.presetDesc = 'Your own configuration.';
   if (source === 'draw-class') return;
-  if (source === 'custom-kind') {
-    form.startPoints($('custom-kind').value);
-    form.syncVisibility();
-  }
   if ($('pt-task').value === 'custom' && form.modelKind() === 'mlp') showCustomPoints(plot);
   clearTimeout(editTimer);
   editTimer = setTimeout(() => apply(), source === 'tx-text' || source === 'mlp-hidden' ? 900 : 400);

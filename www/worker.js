@@ -231,7 +231,8 @@ async function sample(gen) {
     const text = await run.generate(view.prompt, { maxTokens, temperature: view.temperature, topK: 20, seed: step });
     pace.sampled(maxTokens, performance.now() - t0);
     if (gen === generation) post({ type: ToPage.sample, step, prompt: view.prompt, text });
-    const positions = await run.nextTokens(view.prompt, { k: 5 });
+    // Guesses need a prompt to guess after; an empty one only samples (from nothing).
+    const positions = view.prompt ? await run.nextTokens(view.prompt, { k: 5 }) : [];
     if (gen === generation) post({ type: ToPage.nextTokens, step, prompt: view.prompt, positions });
   } catch (e) {
     postError('sample', e);

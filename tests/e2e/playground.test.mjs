@@ -220,6 +220,15 @@ async function main() {
       const q = await until(page, () => window.kilnPage.summary().quantized, null, 'the Llama quantize report', 60_000);
       assert(q.quantized === 7 && q.shown === 'samples', `every matrix of rows of 32 is quantized: ${JSON.stringify(q)}`);
       assert((await page.textContent('#q-sample-quant')).startsWith(s.prompt) && (await page.isVisible('#q-samples')), 'the quantized sample is shown');
+      // An empty prompt samples from nothing, with no error and no next-character guesses.
+      const before = (await summary(page)).samples;
+      await page.fill('#sample-prompt', '');
+      await page.click('#sample-now');
+      await until(page, (n) => window.kilnPage.summary().samples > n && window.kilnPage.summary().nextTokens === null, before, 'a sample from an empty prompt', 60_000);
+      const e = await summary(page);
+      assert(e.sampleError === null && e.nextTokens === null && e.lastSample.length > 0, `empty prompt: ${JSON.stringify([e.sampleError, e.nextTokens, e.lastSample])}`);
+      await page.fill('#sample-prompt', s.prompt);
+      await page.click('#sample-now');
     });
 
     await test('bad config (heads not dividing d_model) shows the error and the page keeps working', page, async () => {
@@ -276,6 +285,18 @@ async function main() {
         await page.mouse.click(box.x + box.width * (fx + 0.02 * (i % 5)), box.y + box.height * (fy + 0.015 * (i % 3)));
       }
       await until(page, () => window.kilnPage.summary().info?.config?.data?.points?.csv?.split('\n').length === 12, null, 'a run on 12 clicked points', 60_000);
+      // Another kind starts its own points: the choice sticks, and until there are 10 the
+      // page says how many there are and that the run shown is the previous one.
+      await page.selectOption('#custom-kind', 'regression');
+      assert((await page.inputValue('#custom-kind')) === 'regression' && !(await page.isVisible('#draw-class')), 'x,target stays chosen, with no class to draw');
+      for (let i = 0; i < 3; i++) await page.mouse.click(box.x + box.width * (0.2 + 0.2 * i), box.y + box.height * 0.5);
+      let s = await summary(page);
+      assert(/3 so far.*from 10/.test(s.error ?? ''), `three clicked points: ${s.error}`);
+      assert(s.info.config.data.points.csv.split('\n').length === 12, 'the 12-point run stays until there are 10');
+      await page.click('#clear-points');
+      s = await summary(page);
+      assert(/0 so far/.test(s.error ?? ''), `after Clear: ${s.error}`);
+      await page.selectOption('#custom-kind', 'classes');
       const rows = Array.from({ length: 30 }, (_, i) => `${Math.cos(i) * 0.8},${Math.sin(i) * 0.8},${i % 3}`);
       await page.setInputFiles('#csv-file', { name: 'points.csv', mimeType: 'text/csv', buffer: Buffer.from('x,y,label\n' + rows.join('\n')) });
       await until(page, () => window.kilnPage.summary().info?.config?.model?.mlp?.output_dim === 3, null, 'a 3-class run on the CSV', 60_000);
@@ -291,6 +312,9 @@ async function main() {
         await until(page, (n) => window.kilnPage.summary().runs > n && !!window.kilnPage.summary().info, runs, `the ${name} run`, 120_000);
         let s = await summary(page);
         assert(s.error === null, `${name}: ${s.error}`);
+        // A new run's attention view holds nothing of the previous run's until its own maps come.
+        const stale = await page.evaluate(() => !window.kilnPage.summary().inside.attention && document.getElementById('attention-caption').textContent !== '');
+        assert(!stale, `${name}: the previous run's enlarged attention map is still shown`);
         if (name !== 'llama-small') {
           // llama-small takes tens of seconds a step on SwiftShader: it is built, not stepped.
           await page.click('#step');

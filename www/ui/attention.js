@@ -31,6 +31,8 @@ export class AttentionView {
     this.maps = null;
     this.tiles = [];
     this.grid.replaceChildren();
+    this.big.getContext('2d').clearRect(0, 0, this.big.width, this.big.height);
+    this.caption.textContent = '';
     this.selected = { layer: 0, head: 0 };
     this.dirty = true;
   }

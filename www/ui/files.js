@@ -58,12 +58,15 @@ export function wireFiles({ plot, send, showError, showNote, apply, cancelApply 
     form.addPoint(form.custom.kind === 'regression' ? { x, y } : { x, y, label });
     showCustomPoints(plot);
     cancelApply();
-    if (form.custom.points.length >= 10) apply(700);
+    if (form.custom.points.length >= form.MIN_CLICKED_POINTS) apply(700);
+    else showError(form.pointsWanted());
   };
 
   $('clear-points').onclick = () => {
     form.clearPoints();
     showCustomPoints(plot);
+    cancelApply();
+    showError(form.pointsWanted());
   };
 
   $('csv-file').onchange = async (e) => {

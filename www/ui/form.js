@@ -70,6 +70,15 @@ export function clearPoints() {
   custom.csv = '';
 }
 
+/** Clicked points rebuild the run once there are this many (fewer make a poor split). */
+export const MIN_CLICKED_POINTS = 10;
+
+/** What the page says while your clicked points are too few for a run. */
+export function pointsWanted() {
+  const n = custom.points.length;
+  return `Your points: ${n} so far; the model is built on them from ${MIN_CLICKED_POINTS} on (click the data plot to add points, or upload a CSV). Until then the run shown is the previous one.`;
+}
+
 /** Starts your own points afresh, of one kind: 'classes' (x,y,label) or 'regression' (x,target). */
 export function startPoints(kind) {
   custom.kind = kind;
@@ -107,7 +116,7 @@ export function readConfig() {
     const points = { task, validation_fraction: number('pt-val', 'Validation', { min: 0.05, max: 0.5 }) };
     let outputs = regression ? 1 : 2;
     if (task === 'custom') {
-      if (!custom.csv) throw new Error('Your points: click the data plot to add points, or upload a CSV');
+      if (!custom.csv) throw new Error(pointsWanted());
       points.csv = custom.csv;
       if (!regression) outputs = Math.max(2, ...custom.points.map((p) => p.label + 1));
     } else {
@@ -262,6 +271,8 @@ export function onEdit(cb) {
   for (const p of panels) {
     p.addEventListener('input', (e) => {
       if (e.target.type === 'file' || e.target.id === 'preset') return;
+      // A new kind starts its points afresh; syncVisibility then shows the select as chosen.
+      if (e.target.id === 'custom-kind') startPoints(e.target.value);
       syncVisibility();
       cb(e.target.id || e.target.name);
     });
