@@ -225,7 +225,8 @@ worker.onmessage = (e) => {
       pendingMetrics = [];
       loss.reset(); ratios.reset(); lossScale.reset(state.config);
       ui.stats = { ...ui.stats, step: String(m.step) };
-      runs.loaded(state.config, state.info);
+      // A reopened kept run draws its loss curve so far again.
+      loss.push(runs.loaded(state.config, state.info, m.step).map(([step, value]) => ({ step, loss: value })));
       showError('');
       setStatus(`Checkpoint loaded at step ${m.step} — press Play to continue.`, 'ok');
       break;

@@ -370,6 +370,8 @@ async function main() {
       await until(p, (id) => window.kilnPage?.summary().info && window.kilnPage.summary().kept.runs.some((r) => r.id === id), kept.id, 'the kept run after a reload', 60_000);
       await p.click(`#runs-table tr[data-run="${kept.id}"] >> text=Open`);
       await until(p, (n) => /Checkpoint loaded at step/.test(document.getElementById('status').textContent) && window.kilnPage.summary().step === n, kept.checkpointStep, 'the run reopened where it stopped', 30_000);
+      const reopened = (await p.evaluate(() => window.kilnPage.summary())).loss;
+      assert(reopened.points >= 10 && reopened.lastStep <= kept.checkpointStep && reopened.lastStep >= kept.checkpointStep - 10, `the kept loss curve is drawn again: ${JSON.stringify(reopened)}`);
       // A second run with another learning rate; both on one chart, the legend names the difference.
       await p.fill('#opt-lr', '0.05');
       await until(p, () => window.kilnPage.summary().info?.config?.optimizer?.lr === 0.05, null, 'the lr 0.05 run', 60_000);

@@ -66,10 +66,17 @@ export class Runs {
     if (origin !== 'checkpoint') this.reopening = null;
   }
 
-  /** A checkpoint was loaded: a reopened run continues its own record. */
-  loaded(config, info) {
-    if (this.reopening) this.start(config, info, '', this.reopening);
+  /**
+   * A checkpoint was loaded at `step`: a reopened run continues its own record, cut back to the
+   * checkpoint (steps kept after it are trained again). Returns that record's [step, loss] curve.
+   */
+  loaded(config, info, step) {
+    const reopened = !!this.reopening;
+    if (reopened) this.start(config, info, '', this.reopening);
     this.reopening = null;
+    if (!reopened) return [];
+    this.current.curve = this.current.curve.filter(([s]) => s <= step);
+    return this.current.curve;
   }
 
   /** Opens a kept run: from its checkpoint where one was kept, else rebuilt from its config. */
