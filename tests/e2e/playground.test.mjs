@@ -233,10 +233,19 @@ async function main() {
 
     await test('bad config (heads not dividing d_model) shows the error and the page keeps working', page, async () => {
       await until(page, () => !window.kilnPage.summary().playing, null, 'pause', 20_000);
+      // A value the form itself refuses (batch 0) shows above the form, and the status line says so.
+      await page.fill('#batch', '0');
+      await until(page, () => /Batch/.test(window.kilnPage.summary().error ?? '') && /not applied/.test(document.getElementById('status').textContent), null, 'the form error and the status', 10_000);
+      await page.fill('#batch', '4');
+      await until(page, () => window.kilnPage.summary().error === null, null, 'batch 4 again', 30_000);
       await page.fill('#ll-heads', '3');
       const msg = await until(page, () => window.kilnPage.summary().error, null, 'the error message', 30_000);
       assert(/heads/.test(msg) && /divide/.test(msg), `the message names heads and says why: ${msg}`);
       assert(await page.isVisible('#config-error'), 'the error is visible');
+      // On screen beside the edited field, and the status line does not read as if it applied.
+      const onScreen = await page.locator('#config-error').evaluate((e) => { const r = e.getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight; });
+      assert(onScreen, 'the error shows in the viewport where Heads was edited');
+      await until(page, () => /not applied|previous model is still loaded/.test(document.getElementById('status').textContent), null, 'the status to say the previous run stays', 5_000);
       await page.screenshot({ path: path.join(OUT, 'bad-config.png') });
       const s = await summary(page);
       assert(s.info.config.model.llama.heads === 2, 'the previous run stays loaded');

@@ -101,7 +101,10 @@ function renderButtons({ ready, live, playing }) {
 
 /** Draws `ui` into the page. */
 export function render() {
-  text('status', ui.status.text);
+  // A form edit the page refused leaves the previous run in place: the status must not read as
+  // if the edit were running.
+  const refused = ui.configError && ui.status.kind === 'ok' ? ' Your last edit is not applied: see the message above the form.' : '';
+  text('status', ui.status.text + refused);
   if ($('status').dataset.state !== ui.status.kind) $('status').dataset.state = ui.status.kind;
   const slots = [['config-error', ui.configError], ['link-error', ui.linkError], ['gpu-notice', ui.gpuNotice], ['sample-error', ui.sampleError], ['runs-problem', ui.runsProblem]];
   for (const [id, value] of slots) {
