@@ -79,7 +79,7 @@ build-page: setup-serve
 
 # End-to-end tests of the playground in headless Chromium (SwiftShader WebGPU); screenshots in
 # test-output/. Each file prints "e2e <suite>: N passed, M failed": the page's features, its
-# resilience (device loss, hidden/frozen tab, insecure origin), its export and import of zipped
+# resilience (device loss, hidden/frozen tab, no WebGPU or adapter, insecure origin), its export and import of zipped
 # folders, and the page under `trunk serve`.
 test-e2e: setup-test build-page
 	node tests/e2e/playground.test.mjs dist

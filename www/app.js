@@ -210,9 +210,11 @@ worker.onmessage = (e) => {
       ui.sampleError = '';
       break;
     case ToPage.nextTokens:
-      // A new prompt starts at its last character: the guesses for what comes next.
+      // An empty prompt has no guesses. A new prompt starts at its last character: the guesses
+      // for what comes next.
+      if (!m.positions.length) { ui.nextTokens = null; break; }
       if (ui.nextTokens?.prompt !== m.prompt) ui.ntPosition = m.positions.length - 1;
-      ui.nextTokens = m.positions.length ? { step: m.step, prompt: m.prompt, positions: m.positions } : null;
+      ui.nextTokens = { step: m.step, prompt: m.prompt, positions: m.positions };
       break;
     case ToPage.saved:
       if (m.purpose === 'keep') runs.keepCheckpoint(m.bytes, m.id);

@@ -6,7 +6,7 @@
 
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { OUT, ARGS, launch, assert, test, until, summary, heatPixels, tinted, lossInk, canvasInk, canvasSum, mean, newPage, run, withPlayground } from './helpers.mjs';
+import { OUT, assert, test, until, summary, heatPixels, tinted, lossInk, canvasInk, canvasSum, mean, newPage, run, withPlayground } from './helpers.mjs';
 
 const DIST = process.argv[2] ?? 'dist';
 
@@ -276,6 +276,9 @@ async function main() {
       const text = 'the quick brown fox jumps over the lazy dog; pack my box with five dozen liquor jugs. <img src=x onerror="window.pwned=1"><script>window.pwned=2</script>\n'.repeat(8);
       const vocab = new Set(text).size;
       await page.selectOption('#tx-source', 'custom');
+      // Too short a text is refused by Rust's check, which names the field and the minimum.
+      await page.fill('#tx-text', 'hello there');
+      await until(page, () => /`text`.*at least 64/.test(window.kilnPage.summary().error ?? ''), null, 'the short-text error', 60_000);
       await page.fill('#tx-text', text);
       await until(page, (v) => window.kilnPage.summary().info?.config?.data?.text?.text?.startsWith('the quick') && window.kilnPage.summary().info.config.model.llama.vocab === v, vocab, 'a Llama on the pasted text', 60_000);
       assert((await page.textContent('#text-excerpt')).startsWith('the quick brown fox'), 'the excerpt shows the pasted text');
@@ -394,31 +397,6 @@ async function main() {
       assert(overlay.every((label) => label.includes('optimizer.lr=')), `the legend names the differing field: ${overlay.join(' | ')}`);
       await p.screenshot({ path: path.join(OUT, 'runs.png'), fullPage: true });
       await p.context().close();
-    });
-
-    await test('without WebGPU the page explains what is needed', null, async () => {
-      const p3 = await newPage(browser, { gpu: false });
-      await p3.goto(server.url);
-      await p3.waitForSelector('#nogpu:not([hidden])', { timeout: 20_000 });
-      const text = await p3.textContent('#nogpu');
-      for (const needle of ['WebGPU', 'secure', 'https', 'localhost', 'enable-unsafe-webgpu']) assert(text.includes(needle), `the explanation mentions ${needle}`);
-      await p3.screenshot({ path: path.join(OUT, 'no-webgpu.png') });
-      await p3.context().close();
-    });
-
-    await test('without a WebGPU adapter (Chromium without --enable-unsafe-webgpu) the page explains too', null, async () => {
-      const plain = await launch(ARGS);
-      try {
-        const p4 = await plain.newPage({ viewport: { width: 1400, height: 900 } });
-        await p4.goto(server.url);
-        await p4.waitForSelector('#nogpu:not([hidden])', { timeout: 30_000 });
-        const reason = await p4.textContent('#nogpu-reason');
-        assert(/adapter|WebGPU/.test(reason), `the reason names the problem: ${reason}`);
-        assert(await p4.isDisabled('#play'), 'Play stays disabled');
-        await p4.screenshot({ path: path.join(OUT, 'no-adapter.png') });
-      } finally {
-        await plain.close();
-      }
     });
 
     const unexpected = errors.filter((e) => !/favicon/.test(e));

@@ -1,9 +1,11 @@
 // resilience.test.mjs — the page under trouble, in headless Chromium with SwiftShader's WebGPU
 // against the Trunk release build: the GPU device destroyed mid-training, the tab hidden and
-// frozen, and the page opened from an insecure (plain-http, non-localhost) origin.
+// frozen, and the page without a usable WebGPU: no navigator.gpu, no adapter, or an insecure
+// (plain-http, non-localhost) origin.
 //   node tests/e2e/resilience.test.mjs [dist-dir]
 
-import { WEBGPU, launch, assert, test, until, summary, run, withPlayground } from './helpers.mjs';
+import path from 'node:path';
+import { OUT, ARGS, WEBGPU, launch, assert, test, until, summary, newPage, run, withPlayground } from './helpers.mjs';
 
 const DIST = process.argv[2] ?? 'dist';
 
@@ -76,6 +78,31 @@ async function main() {
     await test('no uncaught page errors', null, async () => {
       const unexpected = errors.filter((e) => !/favicon/.test(e));
       assert(unexpected.length === 0, `page errors: ${unexpected.slice(0, 3).join(' | ')}`);
+    });
+
+    await test('without WebGPU the page explains what is needed', null, async () => {
+      const p3 = await newPage(browser, { gpu: false });
+      await p3.goto(server.url);
+      await p3.waitForSelector('#nogpu:not([hidden])', { timeout: 20_000 });
+      const text = await p3.textContent('#nogpu');
+      for (const needle of ['WebGPU', 'secure', 'https', 'localhost', 'enable-unsafe-webgpu']) assert(text.includes(needle), `the explanation mentions ${needle}`);
+      await p3.screenshot({ path: path.join(OUT, 'no-webgpu.png') });
+      await p3.context().close();
+    });
+
+    await test('without a WebGPU adapter (Chromium without --enable-unsafe-webgpu) the page explains too', null, async () => {
+      const plain = await launch(ARGS);
+      try {
+        const p4 = await plain.newPage({ viewport: { width: 1400, height: 900 } });
+        await p4.goto(server.url);
+        await p4.waitForSelector('#nogpu:not([hidden])', { timeout: 30_000 });
+        const reason = await p4.textContent('#nogpu-reason');
+        assert(/adapter|WebGPU/.test(reason), `the reason names the problem: ${reason}`);
+        assert(await p4.isDisabled('#play'), 'Play stays disabled');
+        await p4.screenshot({ path: path.join(OUT, 'no-adapter.png') });
+      } finally {
+        await plain.close();
+      }
     });
 
     await test('from a plain-http origin other than localhost the page explains that WebGPU needs a secure page', null, async () => {

@@ -153,8 +153,10 @@ export function readConfig() {
     } else {
       const text = { validation_fraction };
       if (source === 'custom') {
+        // Until something is pasted there is nothing to build; how long and how varied a text must
+        // be is Rust's to check (src/data/text.rs), with the field named.
         const t = $('tx-text').value;
-        if (t.replaceAll('\r', '').length < 64) throw new Error('Your text: paste at least 64 characters');
+        if (t.trim() === '') throw new Error('Your text: paste the text to train on into the Text box. Until then the run shown is the previous one.');
         text.text = t;
         llama.vocab = Math.max(2, vocabOf(t));
       }
