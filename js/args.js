@@ -11,7 +11,7 @@ export function kilnError(code, message, field) {
 }
 
 export function invalid(field, message) {
-  return kilnError('invalid-input', `invalid \`${field}\`: ${message}`, field);
+  return Object.assign(kilnError('invalid-input', `invalid \`${field}\`: ${message}`, field), { reason: message });
 }
 
 /**

@@ -52,7 +52,10 @@ export type FullSessionConfig = SessionConfig & { optimizer: Required<OptimConfi
  */
 export interface KilnError extends Error {
   code: ErrorCode;
+  /** The config field or argument it is about (`optimizer.lr`), for bad input and bad checkpoints. */
   field?: string;
+  /** For code 'invalid-input': what is wrong, without the field's name (`must be in (0, 10], got 0`). */
+  reason?: string;
 }
 
 /** Bytes of a file: a Uint8Array, an ArrayBuffer, or any typed-array view of one. */

@@ -100,6 +100,15 @@ impl KilnError {
         }
     }
 
+    /// What is wrong with a bad-input error's field, without the field's name (the page puts the
+    /// form's label in front of it).
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            KilnError::InvalidInput { message, .. } => Some(message),
+            _ => None,
+        }
+    }
+
     /// The same error with its field under `parent` (`beta1` → `optimizer.beta1`), for checks
     /// that know only their own part of a config.
     pub fn under(self, parent: &str) -> Self {

@@ -28,13 +28,17 @@ pub fn start() {
     console_error_panic_hook::set_once();
 }
 
-/// An `Error` with `code` (and `field`) set: what kiln.js and the page branch on.
+/// An `Error` with `code` (and `field`, and for bad input the `reason` without the field's name)
+/// set: what kiln.js and the page branch on.
 fn js_error(e: KilnError) -> JsValue {
     let error = js_sys::Error::new(&e.to_string());
     error.set_name("KilnError");
     let _ = Reflect::set(&error, &"code".into(), &e.code().as_str().into());
     if let Some(field) = e.field() {
         let _ = Reflect::set(&error, &"field".into(), &field.into());
+    }
+    if let Some(reason) = e.reason() {
+        let _ = Reflect::set(&error, &"reason".into(), &reason.into());
     }
     error.into()
 }

@@ -68,7 +68,7 @@ fn own_points_that_do_not_fit_name_the_field() {
         p.csv = Some("1,2,0\n3,oops,1\n".into());
     }
     let err = session(cfg).err().expect("a bad CSV row");
-    assert_eq!(err.to_string(), "invalid `data.points.csv`: line 2: `oops` is not a number");
+    assert_eq!(err.to_string(), "invalid `data.points.csv`: line 2, column y: `oops` is not a number");
     assert_eq!(err.code(), ErrorCode::InvalidInput);
 }
 
@@ -109,4 +109,25 @@ fn a_checkpoint_with_a_nan_weight_is_refused_naming_the_tensor() {
     assert_eq!(err.code(), ErrorCode::BadCheckpoint);
     assert!(err.to_string().contains("holds a non-finite value (NaN) at index 0"), "{err}");
     s.load_checkpoint(&bytes).expect("the good file still loads");
+}
+
+#[test]
+fn csv_errors_name_the_line_and_column_and_say_what_is_wrong() {
+    use kiln::data::points::from_csv_any;
+    let message = |text: &str| from_csv_any(text).err().expect("a bad CSV").to_string();
+    for empty in ["", "\n\n", "# only a comment\nx,y,label\n"] {
+        assert!(message(empty).contains("the file has no rows of numbers"), "{empty:?}: {}", message(empty));
+    }
+    let semicolons = message("1;2;0\n3;4;1\n");
+    assert!(
+        semicolons.ends_with("line 2: expected 3 columns (x,y,label) or 2 (x,target), found 1; the values look separated by ';': use commas"),
+        "{semicolons}"
+    );
+    let tabs = message("x\ty\tlabel\n1\t2\t0\n");
+    assert!(tabs.ends_with("found 1; the values look separated by '\\t': use commas"), "{tabs}");
+    assert!(message("x,y,label\n1,2,0\n1,2,x\n").ends_with("line 3, column label: `x` must be a class 0..=9"));
+    assert!(message("1,2,12\n").ends_with("line 1, column label: `12` must be a class 0..=9"));
+    assert!(message("1,2\nnope,3\n").ends_with("line 2, column x: `nope` is not a number"));
+    assert!(message("1,2\n3,1e9\n").ends_with("line 2, column target: `1e9` must be finite and within ±1e6"));
+    assert!(message("1,2,0\n1,2\n").ends_with("line 2: expected 3 comma-separated values (x,y,label), found 2"));
 }

@@ -7,7 +7,7 @@ import * as form from './ui/form.js';
 import { LossChart, RatioChart } from './ui/charts.js';
 import { LossScaleCard } from './ui/loss-scale.js';
 import { Heatmaps } from './ui/heatmaps.js';
-import { PointsPlot, plotColumns } from './ui/points.js';
+import { PointsPlot, plotColumns, emptyClassesNote } from './ui/points.js';
 import { wireFiles, showCustomPoints, download, parseCsv, onParsedPoints } from './ui/files.js';
 import { ToWorker, ToPage } from './ui/protocol.js';
 import { fitPrompt, cpuAdvice, CPU_SIZES } from './ui/samples.js';
@@ -92,7 +92,7 @@ function apply({ play = state.playing } = {}) {
   try {
     config = form.readConfig();
   } catch (e) {
-    showError(e.message);
+    showError(e.message, e.input);
     return;
   }
   showError('');
@@ -152,7 +152,7 @@ function showDataset(config, ds) {
   ui.dataTitle = regression ? 'Data & fitted curve' : 'Data & decision boundary';
   ui.dataHint = regression
     ? 'dots: training points · rings: validation · line: the model'
-    : `filled: training points · rings: validation · shading: the most likely of ${classes} classes, stronger where the model is surer`;
+    : `filled: training points · rings: validation · shading: the most likely of ${classes} classes, stronger where the model is surer${emptyClassesNote(classes, [ds, ds?.validation])}`;
   const train = plotColumns(ds, regression);
   if (!train) {
     plot.setPoints([], [], null, { regression, classes });

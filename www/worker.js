@@ -21,8 +21,8 @@ const cost = { weights: 0, evaluate: 0, sample: 0, inside: 0 };
 
 const post = (msg, transfer = []) => self.postMessage(msg, transfer);
 const messageOf = (e) => String(e?.message ?? e);
-/** Tells the page which request failed and why (the KilnError's code and field). */
-const postError = (op, e) => post({ type: ToPage.error, op, message: messageOf(e), code: e?.code ?? 'gpu', field: e?.field });
+/** Tells the page which request failed and why (the KilnError's code, field and reason). */
+const postError = (op, e) => post({ type: ToPage.error, op, message: messageOf(e), code: e?.code ?? 'gpu', field: e?.field, reason: e?.reason });
 
 // Every call into the run goes through this queue: one GPU operation at a time.
 let queue = Promise.resolve();

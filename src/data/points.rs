@@ -153,38 +153,49 @@ fn csv_rows(text: &str) -> impl Iterator<Item = (usize, Vec<&str>)> {
 
 /// Parses user points from CSV lines `x,y,label` (classification) or `x,target` (regression).
 pub fn from_csv(text: &str, regression: bool) -> Result<Points> {
-    const FIELD: &str = "data.points.csv";
     let mut p = Points { inputs: vec![], input_dim: if regression { 1 } else { 2 }, labels: vec![], targets: vec![], classes: 0 };
+    let columns: &[&str] = if regression { &["x", "target"] } else { &["x", "y", "label"] };
     for (line, cols) in csv_rows(text) {
-        let want = if regression { 2 } else { 3 };
-        let kind = if regression { "x,target" } else { "x,y,label" };
-        ensure(cols.len() == want, FIELD, || format!("line {line}: expected {want} comma-separated values ({kind}), found {}", cols.len()))?;
-        let num = |s: &str| -> Result<f32> {
-            let v: f32 = s.parse().map_err(|_| crate::KilnError::invalid(FIELD, format!("line {line}: `{s}` is not a number")))?;
-            ensure(v.is_finite() && v.abs() <= 1e6, FIELD, || format!("line {line}: `{s}` must be finite and within ±1e6"))?;
+        let found = cols.len();
+        ensure(found == columns.len(), CSV_FIELD, || {
+            format!("line {line}: expected {} comma-separated values ({}), found {found}", columns.len(), columns.join(","))
+        })?;
+        let num = |column: usize| -> Result<f32> {
+            let (s, name) = (cols[column], columns[column]);
+            let bad = || format!("line {line}, column {name}: `{s}` is not a number");
+            let v: f32 = s.parse().map_err(|_| crate::KilnError::invalid(CSV_FIELD, bad()))?;
+            ensure(v.is_finite() && v.abs() <= 1e6, CSV_FIELD, || format!("line {line}, column {name}: `{s}` must be finite and within ±1e6"))?;
             Ok(v)
         };
-        for c in &cols[..p.input_dim] {
-            p.inputs.push(num(c)?);
+        for column in 0..p.input_dim {
+            p.inputs.push(num(column)?);
         }
         if regression {
-            p.targets.push(num(cols[1])?);
+            p.targets.push(num(1)?);
         } else {
-            let label: u32 = cols[2].parse().map_err(|_| crate::KilnError::invalid(FIELD, format!("line {line}: label `{}` must be 0..=9", cols[2])))?;
-            ensure(label <= 9, FIELD, || format!("line {line}: label {label} must be 0..=9"))?;
+            let label = cols[2].parse::<u32>().ok().filter(|&l| l <= 9);
+            let label = label.ok_or_else(|| crate::KilnError::invalid(CSV_FIELD, format!("line {line}, column label: `{}` must be a class 0..=9", cols[2])))?;
             p.classes = p.classes.max(label as usize + 1);
             p.labels.push(label);
         }
-        ensure(p.len() <= MAX_POINTS, FIELD, || format!("at most {MAX_POINTS} points"))?;
+        ensure(p.len() <= MAX_POINTS, CSV_FIELD, || format!("at most {MAX_POINTS} points"))?;
     }
-    ensure(!p.is_empty(), FIELD, || "no points found".into())?;
+    ensure(!p.is_empty(), CSV_FIELD, || "no points found".into())?;
     p.classes = p.classes.max(if regression { 0 } else { 2 });
     Ok(p)
 }
 
+/// The config field a CSV of points arrives in.
+const CSV_FIELD: &str = "data.points.csv";
+
 /// Parses a CSV of either kind, told apart by the first row: 3 columns `x,y,label`, 2 `x,target`.
 pub fn from_csv_any(text: &str) -> Result<Points> {
-    let cols = csv_rows(text).next().map_or(0, |(_, c)| c.len());
-    ensure(cols == 2 || cols == 3, "data.points.csv", || format!("expected 3 columns (x,y,label) or 2 (x,target), found {cols}"))?;
+    let Some((line, first)) = csv_rows(text).next() else {
+        return Err(crate::KilnError::invalid(CSV_FIELD, "the file has no rows of numbers (it is empty, or only blank lines, # comments and a header)"));
+    };
+    let cols = first.len();
+    let separator = [';', '\t'].into_iter().find(|&c| cols == 1 && first[0].contains(c));
+    let hint = separator.map_or(String::new(), |c| format!("; the values look separated by {c:?}: use commas"));
+    ensure(cols == 2 || cols == 3, CSV_FIELD, || format!("line {line}: expected 3 columns (x,y,label) or 2 (x,target), found {cols}{hint}"))?;
     from_csv(text, cols == 2)
 }

@@ -234,13 +234,18 @@ async function main() {
     await test('bad config (heads not dividing d_model) shows the error and the page keeps working', page, async () => {
       await until(page, () => !window.kilnPage.summary().playing, null, 'pause', 20_000);
       // A value the form itself refuses (batch 0) shows above the form, and the status line says so.
+      // The refused input is marked (aria-invalid, outlined) until it is fixed.
+      const invalid = () => page.$$eval('[aria-invalid="true"]', (els) => els.map((e) => e.id).join());
       await page.fill('#batch', '0');
       await until(page, () => /Batch/.test(window.kilnPage.summary().error ?? '') && /not applied/.test(document.getElementById('status').textContent), null, 'the form error and the status', 10_000);
+      assert(await invalid() === 'batch', `marked: ${await invalid()}`);
       await page.fill('#batch', '4');
       await until(page, () => window.kilnPage.summary().error === null, null, 'batch 4 again', 30_000);
       await page.fill('#ll-heads', '3');
       const msg = await until(page, () => window.kilnPage.summary().error, null, 'the error message', 30_000);
-      assert(/heads/.test(msg) && /divide/.test(msg), `the message names heads and says why: ${msg}`);
+      // Rust's error names the config field (model.llama.heads); the page names the form's label.
+      assert(/^Could not build this model: Heads: must divide d_model/.test(msg), `the message names Heads and says why: ${msg}`);
+      assert(await invalid() === 'll-heads', `marked: ${await invalid()}`);
       assert(await page.isVisible('#config-error'), 'the error is visible');
       // On screen beside the edited field, and the status line does not read as if it applied.
       const onScreen = await page.locator('#config-error').evaluate((e) => { const r = e.getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight; });
@@ -251,6 +256,7 @@ async function main() {
       assert(s.info.config.model.llama.heads === 2, 'the previous run stays loaded');
       await page.fill('#ll-heads', '4');
       await until(page, () => window.kilnPage.summary().error === null && window.kilnPage.summary().info.config.model.llama.heads === 4, null, 'the fixed config to build', 60_000);
+      assert(await invalid() === '', `still marked: ${await invalid()}`);
       await page.click('#step');
       await until(page, () => window.kilnPage.summary().step >= 1, null, 'a step after the fix', 60_000);
     });
@@ -278,7 +284,7 @@ async function main() {
       await page.selectOption('#tx-source', 'custom');
       // Too short a text is refused by Rust's check, which names the field and the minimum.
       await page.fill('#tx-text', 'hello there');
-      await until(page, () => /`text`.*at least 64/.test(window.kilnPage.summary().error ?? ''), null, 'the short-text error', 60_000);
+      await until(page, () => /Your text: has 11 characters; at least 64 needed/.test(window.kilnPage.summary().error ?? ''), null, 'the short-text error', 60_000);
       await page.fill('#tx-text', text);
       await until(page, (v) => window.kilnPage.summary().info?.config?.data?.text?.text?.startsWith('the quick') && window.kilnPage.summary().info.config.model.llama.vocab === v, vocab, 'a Llama on the pasted text', 60_000);
       assert((await page.textContent('#text-excerpt')).startsWith('the quick brown fox'), 'the excerpt shows the pasted text');
@@ -309,10 +315,20 @@ async function main() {
       s = await summary(page);
       assert(/0 so far/.test(s.error ?? ''), `after Clear: ${s.error}`);
       await page.selectOption('#custom-kind', 'classes');
+      // A bad upload is refused naming the file, the line and the column (Rust's parser).
+      await page.setInputFiles('#csv-file', { name: 'bad.csv', mimeType: 'text/csv', buffer: Buffer.from('x,y,label\n0.1,0.2,0\n0.3,abc,1\n') });
+      await until(page, () => /^bad\.csv: line 3, column y: `abc` is not a number$/.test(window.kilnPage.summary().error ?? ''), null, 'the bad CSV named', 30_000);
       const rows = Array.from({ length: 30 }, (_, i) => `${Math.cos(i) * 0.8},${Math.sin(i) * 0.8},${i % 3}`);
       await page.setInputFiles('#csv-file', { name: 'points.csv', mimeType: 'text/csv', buffer: Buffer.from('x,y,label\n' + rows.join('\n')) });
       await until(page, () => window.kilnPage.summary().info?.config?.model?.mlp?.output_dim === 3, null, 'a 3-class run on the CSV', 60_000);
+      assert(!/no points/.test(await page.textContent('#data-hint')), 'every class has points');
       await page.screenshot({ path: path.join(OUT, 'own-points.png') });
+      // Labels {0, 7} build 8 classes; the hint says which have no points.
+      const gap = rows.map((r, i) => r.replace(/,\d$/, i % 2 ? ',7' : ',0'));
+      await page.setInputFiles('#csv-file', { name: 'gap.csv', mimeType: 'text/csv', buffer: Buffer.from(gap.join('\n')) });
+      await until(page, () => window.kilnPage.summary().info?.config?.model?.mlp?.output_dim === 8, null, 'an 8-class run on labels 0 and 7', 60_000);
+      const hint = await page.textContent('#data-hint');
+      assert(hint.includes('classes 1, 2, 3, 4, 5, 6 have no points'), hint);
     });
 
     await test('every preset builds, trains, and opens from its share link with the same config', page, async () => {

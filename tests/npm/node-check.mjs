@@ -347,7 +347,7 @@ await check('your own CSV points and your own text; share links round-trip', asy
   assert(g.classes === 3 && g.values.length === 48, `3-class grid ${g.values.length}`);
   await r.dispose();
   const bad = await failsWith(() => Kiln.create({ ...mine, data: { points: { ...mine.data.points, csv: '1,2,0\n1,x,1' } } }), 'invalid-input', 'data.points.csv', 'bad CSV');
-  assert(bad.message.includes('line 2: `x` is not a number'), bad.message);
+  assert(bad.message.includes('line 2, column y: `x` is not a number') && bad.reason === 'line 2, column y: `x` is not a number', `${bad.message} / ${bad.reason}`);
   // Share links carry the config (your data too, while it fits) and open validated.
   for (const name of presets().map((p) => p.name)) {
     const shared = shareConfig(preset(name));

@@ -20,10 +20,18 @@ export function showCustomPoints(plot) {
 
 /** The CSV the worker is parsing, and whether the run is rebuilt on it once parsed (an upload). */
 let parsing = null;
+/** The name of the CSV file last uploaded, while your points are that file's. */
+let uploaded = null;
 
-/** Asks the worker to parse your points from `csv` (Rust's parser, as a run uses). */
-export function parseCsv(send, csv, applyAfter) {
+/** The name of the CSV file your points came from, or null (clicked, or from a link). */
+export function csvName() {
+  return uploaded;
+}
+
+/** Asks the worker to parse your points from `csv` (Rust's parser, as a run uses); `name`: its file's. */
+export function parseCsv(send, csv, applyAfter, name = null) {
   parsing = { csv, applyAfter };
+  uploaded = name;
   send({ type: ToWorker.parseCsv, text: csv });
 }
 
@@ -55,6 +63,7 @@ export function wireFiles({ plot, send, showError, showNote, apply, cancelApply 
     }
     if (form.custom.points.length >= form.MAX_CUSTOM_POINTS) return;
     const label = Number($('draw-class').value);
+    uploaded = null;
     form.addPoint(form.custom.kind === 'regression' ? { x, y } : { x, y, label });
     showCustomPoints(plot);
     cancelApply();
@@ -64,6 +73,7 @@ export function wireFiles({ plot, send, showError, showNote, apply, cancelApply 
 
   $('clear-points').onclick = () => {
     form.clearPoints();
+    uploaded = null;
     showCustomPoints(plot);
     cancelApply();
     showError(form.pointsWanted());
@@ -73,8 +83,8 @@ export function wireFiles({ plot, send, showError, showNote, apply, cancelApply 
     const file = e.target.files?.[0];
     e.target.value = '';
     if (!file) return;
-    if (file.size > 2 << 20) return showError('CSV: the file is larger than 2 MiB');
-    parseCsv(send, await file.text(), true);
+    if (file.size > 2 << 20) return showError(`${file.name}: the file is larger than 2 MiB`);
+    parseCsv(send, await file.text(), true, file.name);
   };
 
   $('copy-url').onclick = async () => {

@@ -22,12 +22,60 @@ export const GENESIS_VOCAB = 60;
 const SEQUENCE_VOCAB = 16;
 let corpusVocab = GENESIS_VOCAB;
 
-function number(id, field, { int = false, min = -Infinity, max = Infinity } = {}) {
+/**
+ * The form's inputs by the config field they fill ([input id, label]): how the page names a
+ * field in an error (Rust's errors name the config field) and marks the input that holds it.
+ */
+const INPUTS = {
+  'batch': ['batch', 'Batch'],
+  'seed': ['seed', 'Seed'],
+  'model.mlp.hidden': ['mlp-hidden', 'Hidden widths'],
+  'model.mlp.activation': ['mlp-activation', 'Activation'],
+  'data.points.points': ['pt-points', 'Points'],
+  'data.points.noise': ['pt-noise', 'Noise'],
+  'data.points.validation_fraction': ['pt-val', 'Validation'],
+  'model.llama.d_model': ['ll-d_model', 'd_model'],
+  'model.llama.heads': ['ll-heads', 'Heads'],
+  'model.llama.layers': ['ll-layers', 'Layers'],
+  'model.llama.context': ['ll-context', 'Context'],
+  'model.llama.hidden': ['ll-hidden', 'SwiGLU width'],
+  'data.text.validation_fraction': ['tx-val', 'Validation'],
+  'data.sequence.validation_fraction': ['tx-val', 'Validation'],
+  'data.sequence.digits': ['sq-digits', 'Digits'],
+  'data.sequence.examples': ['sq-examples', 'Examples'],
+  'text': ['tx-text', 'Your text'],
+  'data.text.text': ['tx-text', 'Your text'],
+  'optimizer.lr': ['opt-lr', 'Learning rate'],
+  'optimizer.beta1': ['opt-beta1', 'β₁'],
+  'optimizer.beta2': ['opt-beta2', 'β₂'],
+  'optimizer.weight_decay': ['opt-wd', 'Weight decay'],
+  'optimizer.momentum': ['opt-momentum', 'Momentum'],
+  'optimizer.clip': ['opt-clip', 'Clip norm'],
+  'optimizer.accumulation': ['opt-accum', 'Accumulation'],
+  'optimizer.schedule.warmup_steps': ['opt-warmup', 'Warmup steps'],
+  'optimizer.schedule.total_steps': ['opt-total', 'Total steps'],
+  'optimizer.schedule.min_lr_fraction': ['opt-minlr', 'Min LR fraction'],
+};
+
+/** The input and label of a config field (`optimizer.lr`), or null when the form has none. */
+export function inputOf(field) {
+  const entry = INPUTS[field];
+  return entry ? { id: entry[0], label: entry[1] } : null;
+}
+
+/** An Error about one of the form's inputs: `input` is its id (the page marks it). */
+function inputError(id, message) {
+  return Object.assign(new Error(message), { input: id });
+}
+
+/** The number in the input of config field `field`; throws an Error naming its label unless it is one in min..max. */
+function number(field, { int = false, min = -Infinity, max = Infinity } = {}) {
+  const [id, label] = INPUTS[field];
   const el = $(id);
   const v = Number(el.value);
   if (el.value.trim() === '' || !Number.isFinite(v) || (int && !Number.isInteger(v)) || v < min || v > max) {
     const range = `${Number.isFinite(min) ? min : ''}..${Number.isFinite(max) ? max : ''}`;
-    throw new Error(`${field}: enter ${int ? 'a whole number' : 'a number'} in ${range} (got "${el.value.slice(0, 20)}")`);
+    throw inputError(id, `${label}: enter ${int ? 'a whole number' : 'a number'} in ${range} (got "${el.value.slice(0, 20)}")`);
   }
   return v;
 }
@@ -103,49 +151,49 @@ export function setParsedPoints(csv, parsed) {
 /** Reads the form into a SessionConfig; throws an Error naming the field when an input is not usable. */
 export function readConfig() {
   const kind = modelKind();
-  const batch = number('batch', 'Batch', { int: true, min: 1, max: 65536 });
-  const seed = number('seed', 'Seed', { int: true, min: 0, max: Number.MAX_SAFE_INTEGER });
+  const batch = number('batch', { int: true, min: 1, max: 65536 });
+  const seed = number('seed', { int: true, min: 0, max: Number.MAX_SAFE_INTEGER });
   let model, data;
   if (kind === 'mlp') {
     const text = $('mlp-hidden').value.trim();
     const hidden = text === '' ? [] : text.split(/[\s,]+/).filter(Boolean).map(Number);
-    if (hidden.some((w) => !Number.isInteger(w) || w < 1 || w > 4096)) throw new Error('Hidden widths: enter whole numbers 1..4096 separated by commas, e.g. "16, 16"');
-    if (hidden.length > 15) throw new Error('Hidden widths: at most 15 hidden layers');
+    if (hidden.some((w) => !Number.isInteger(w) || w < 1 || w > 4096)) throw inputError('mlp-hidden', 'Hidden widths: enter whole numbers 1..4096 separated by commas, e.g. "16, 16"');
+    if (hidden.length > 15) throw inputError('mlp-hidden', 'Hidden widths: at most 15 hidden layers');
     const task = $('pt-task').value;
     const regression = isRegressionTask();
-    const points = { task, validation_fraction: number('pt-val', 'Validation', { min: 0.05, max: 0.5 }) };
+    const points = { task, validation_fraction: number('data.points.validation_fraction', { min: 0.05, max: 0.5 }) };
     let outputs = regression ? 1 : 2;
     if (task === 'custom') {
       if (!custom.csv) throw new Error(pointsWanted());
       points.csv = custom.csv;
       if (!regression) outputs = Math.max(2, ...custom.points.map((p) => p.label + 1));
     } else {
-      points.points = number('pt-points', 'Points', { int: true, min: 1, max: 100000 });
-      points.noise = number('pt-noise', 'Noise', { min: 0, max: 1 });
+      points.points = number('data.points.points', { int: true, min: 1, max: 100000 });
+      points.noise = number('data.points.noise', { min: 0, max: 1 });
     }
     model = { mlp: { input_dim: regression ? 1 : 2, hidden, output_dim: outputs, activation: $('mlp-activation').value } };
     data = { points };
   } else {
     const llama = {
       vocab: corpusVocab,
-      d_model: number('ll-d_model', 'd_model', { int: true, min: 2, max: 4096 }),
-      heads: number('ll-heads', 'Heads', { int: true, min: 1, max: 4096 }),
-      layers: number('ll-layers', 'Layers', { int: true, min: 1, max: 48 }),
-      context: number('ll-context', 'Context', { int: true, min: 1, max: 1024 }),
-      hidden: number('ll-hidden', 'SwiGLU width', { int: true, min: 1, max: 16384 }),
+      d_model: number('model.llama.d_model', { int: true, min: 2, max: 4096 }),
+      heads: number('model.llama.heads', { int: true, min: 1, max: 4096 }),
+      layers: number('model.llama.layers', { int: true, min: 1, max: 48 }),
+      context: number('model.llama.context', { int: true, min: 1, max: 1024 }),
+      hidden: number('model.llama.hidden', { int: true, min: 1, max: 16384 }),
       ...llamaExtras,
       // Off is left out, as configs and links were before the option existed.
       ...($('ll-short-conv').checked ? { short_conv: true } : {}),
       ...($('ll-mixed').checked ? { precision: 'mixed' } : {}),
     };
-    const validation_fraction = number('tx-val', 'Validation', { min: 0.05, max: 0.5 });
     const source = textSource();
+    const validation_fraction = number(`data.${source === 'sequence' ? 'sequence' : 'text'}.validation_fraction`, { min: 0.05, max: 0.5 });
     if (source === 'sequence') {
       data = {
         sequence: {
           task: $('sq-task').value,
-          digits: number('sq-digits', 'Digits', { int: true, min: 1, max: 12 }),
-          examples: number('sq-examples', 'Examples', { int: true, min: 16, max: 50000 }),
+          digits: number('data.sequence.digits', { int: true, min: 1, max: 12 }),
+          examples: number('data.sequence.examples', { int: true, min: 16, max: 50000 }),
           validation_fraction,
         },
       };
@@ -156,7 +204,7 @@ export function readConfig() {
         // Until something is pasted there is nothing to build; how long and how varied a text must
         // be is Rust's to check (src/data/text.rs), with the field named.
         const t = $('tx-text').value;
-        if (t.trim() === '') throw new Error('Your text: paste the text to train on into the Text box. Until then the run shown is the previous one.');
+        if (t.trim() === '') throw inputError('tx-text', 'Your text: paste the text to train on into the Text box. Until then the run shown is the previous one.');
         text.text = t;
         llama.vocab = Math.max(2, vocabOf(t));
       }
@@ -168,20 +216,20 @@ export function readConfig() {
     ? { kind: 'constant' }
     : {
         kind: 'warmup_cosine',
-        warmup_steps: number('opt-warmup', 'Warmup steps', { int: true, min: 0 }),
-        total_steps: number('opt-total', 'Total steps', { int: true, min: 1 }),
-        min_lr_fraction: number('opt-minlr', 'Min LR fraction', { min: 0, max: 1 }),
+        warmup_steps: number('optimizer.schedule.warmup_steps', { int: true, min: 0 }),
+        total_steps: number('optimizer.schedule.total_steps', { int: true, min: 1 }),
+        min_lr_fraction: number('optimizer.schedule.min_lr_fraction', { min: 0, max: 1 }),
       };
   const optimizer = {
     kind: $('opt-kind').value,
-    lr: number('opt-lr', 'Learning rate', { min: 0, max: 10 }),
-    beta1: number('opt-beta1', 'β₁', { min: 0, max: 1 }),
-    beta2: number('opt-beta2', 'β₂', { min: 0, max: 1 }),
+    lr: number('optimizer.lr', { min: 0, max: 10 }),
+    beta1: number('optimizer.beta1', { min: 0, max: 1 }),
+    beta2: number('optimizer.beta2', { min: 0, max: 1 }),
     eps: 1e-8,
-    weight_decay: number('opt-wd', 'Weight decay', { min: 0, max: 10 }),
-    momentum: number('opt-momentum', 'Momentum', { min: 0, max: 1 }),
-    clip: number('opt-clip', 'Clip norm', { min: 0 }),
-    accumulation: number('opt-accum', 'Accumulation', { int: true, min: 1, max: 64 }),
+    weight_decay: number('optimizer.weight_decay', { min: 0, max: 10 }),
+    momentum: number('optimizer.momentum', { min: 0, max: 1 }),
+    clip: number('optimizer.clip', { min: 0 }),
+    accumulation: number('optimizer.accumulation', { int: true, min: 1, max: 64 }),
     schedule,
   };
   return { model, data, batch, optimizer, seed };

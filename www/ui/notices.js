@@ -3,13 +3,28 @@
 // the worker reports, each written into `ui` (render.js draws it).
 
 import { ui } from './render.js';
+import { inputOf } from './form.js';
+import { csvName } from './files.js';
 
 export function setStatus(text, kind = 'ok') {
   ui.status = { text, kind };
 }
 
-export function showError(text) {
+/** Shows (or with '' clears) the config error; `input`: the id of the input it is about. */
+export function showError(text, input = '') {
   ui.configError = text;
+  ui.invalidInput = text ? input : '';
+}
+
+/**
+ * A worker's bad-input error as the form says its own: the input's label (or the CSV's file name)
+ * before what is wrong, and the input to mark. Rust names the config field (`optimizer.lr`).
+ */
+function asFormError({ field, reason, message }) {
+  if (reason === undefined) return { text: message, input: '' };
+  if (field === 'data.points.csv') return { text: `${csvName() ?? 'Your points'}: ${reason}`, input: '' };
+  const input = inputOf(field);
+  return input ? { text: `${input.label}: ${reason}`, input: input.id } : { text: message, input: '' };
 }
 
 export function showLinkError(message) {
@@ -29,16 +44,18 @@ export function showRecovered({ reason, lostAt, resumedAt }) {
 }
 
 /** A request the worker could not carry out (`op`), shown where it belongs; `live`: a run is loaded. */
-export function showWorkerError({ op, message }, live) {
+export function showWorkerError(error, live) {
+  const { op, message } = error;
   if (op === 'sample') {
     // Beside the sample it is about, not in the config's error slot: the config is fine.
     ui.sampleError = `Sampling failed: ${message}`;
   } else if (op === 'link') {
     showLinkError(message);
   } else if (op === 'csv') {
-    showError(`Your CSV: ${message}`);
+    showError(asFormError(error).text);
   } else if (op === 'create') {
-    showError(`Could not build this model: ${message}`);
+    const { text, input } = asFormError(error);
+    showError(`Could not build this model: ${text}`, input);
     setStatus(live ? 'The previous model is still loaded.' : 'Fix the config to start.', 'error');
   } else {
     showError(`${op} failed: ${message}`);

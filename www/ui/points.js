@@ -192,3 +192,15 @@ export function plotColumns(split, regression) {
   }
   return { xs, ys, labels: regression ? null : split.labels };
 }
+
+/**
+ * A note for classes no point has (labels {0, 7} make 8 classes, 1–6 empty), or '' when every
+ * class below the highest label has points. `splits`: the dataset's splits ({labels}).
+ */
+export function emptyClassesNote(classes, splits) {
+  const seen = new Set(splits.flatMap((s) => Array.from(s?.labels ?? [])));
+  if (seen.size === 0) return ''; // no points to judge by
+  const empty = Array.from({ length: classes }, (_, c) => c).filter((c) => !seen.has(c));
+  if (empty.length === 0) return '';
+  return ` · class${empty.length > 1 ? 'es' : ''} ${empty.join(', ')} ha${empty.length > 1 ? 've' : 's'} no points: labels run 0..${classes - 1}, so the model has ${classes} outputs`;
+}

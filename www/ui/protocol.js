@@ -47,7 +47,7 @@ export const ToPage = Object.freeze({
   nogpu: 'nogpu',
   /** {info: RunInfo, dataset: DatasetPreview, config, origin: 'form'|'checkpoint'|'quantized'|'export', share: Shared & {error?}} */
   created: 'created',
-  /** {op, message, code, field}: `op` says which request failed; `code` is the KilnError code. */
+  /** {op, message, code, field, reason}: `op` says which request failed; `code`, `field` and `reason` are the KilnError's. */
   error: 'error',
   /** {playing} */
   state: 'state',

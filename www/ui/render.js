@@ -9,8 +9,9 @@ export const ui = {
   status: { text: 'Starting WebGPU…', kind: 'loading' },
   /** What the chosen preset is (or where the config came from). */
   presetDesc: '',
-  /** The form's or the worker's complaint about the config ('' when none). */
+  /** The form's or the worker's complaint about the config ('' when none), and the id of the input it is about ('' when none). */
   configError: '',
+  invalidInput: '',
   linkError: '',
   /** Why WebGPU cannot be used here (the no-GPU section), or ''. */
   noGpu: '',
@@ -99,6 +100,17 @@ function renderButtons({ ready, live, playing }) {
   if (document.body.dataset.playing !== String(playing)) document.body.dataset.playing = String(playing);
 }
 
+/** The input marked as holding a refused value, if any. */
+let marked = '';
+
+/** Marks input `id` (aria-invalid, outlined in red) and unmarks the one marked before. */
+function markInvalid(id) {
+  if (id === marked) return;
+  $(marked)?.removeAttribute('aria-invalid');
+  $(id)?.setAttribute('aria-invalid', 'true');
+  marked = id;
+}
+
 /** Draws `ui` into the page. */
 export function render() {
   // A form edit the page refused leaves the previous run in place: the status must not read as
@@ -111,6 +123,7 @@ export function render() {
     text(id, value);
     shown(id, !!value);
   }
+  markInvalid(ui.invalidInput);
   text('cpu-notice-text', ui.cpuNotice);
   shown('cpu-notice', !!ui.cpuNotice);
   shown('nogpu', !!ui.noGpu);
