@@ -92,7 +92,7 @@ function apply({ play = state.playing } = {}) {
   try {
     config = form.readConfig();
   } catch (e) {
-    showError(e.message, e.input);
+    showError(e.message, e); // an Error of the form's names its input, and whether it only waits
     return;
   }
   showError('');
@@ -244,7 +244,7 @@ worker.onmessage = (e) => {
     case ToPage.link:
       writeConfig(m.config);
       $('preset').value = '';
-      ui.presetDesc = 'From the link.';
+      ui.presetDesc = LINKED;
       apply();
       break;
     case ToPage.points: onParsedPoints(m.points, { plot, apply: () => apply() }); break;
@@ -310,6 +310,9 @@ document.addEventListener('visibilitychange', () => {
 
 // ---- presets and start-up ------------------------------------------------------------------
 
+/** What the preset line says of a config from the address (a shared link, or this page reloaded). */
+const LINKED = 'From the link: the address carries the config of the last run, so a reload keeps it.';
+
 /** `linked`: the config of the page's link ({config}), why it cannot be opened ({error}), or null. */
 function onReady(presets, linked) {
   state.ready = true;
@@ -319,7 +322,7 @@ function onReady(presets, linked) {
   if (linked?.error) showLinkError(linked.error);
   if (linked?.config) {
     sel.value = '';
-    ui.presetDesc = 'From the link.';
+    ui.presetDesc = LINKED;
     writeConfig(linked.config);
   } else {
     choosePreset(presets.find((p) => p.name === 'mlp-spiral') ? 'mlp-spiral' : presets[0]?.name, false);
@@ -345,6 +348,12 @@ $('pause').onclick = () => {
   send({ type: ToWorker.pause });
 };
 $('step').onclick = () => send({ type: ToWorker.step });
+// Space plays and pauses, unless a field or a button has the keyboard.
+addEventListener('keydown', (e) => {
+  if (e.code !== 'Space' || e.repeat || e.target.closest?.('input, textarea, select, button, a')) return;
+  e.preventDefault();
+  $(state.playing ? 'pause' : 'play').click();
+});
 $('reset').onclick = () => apply();
 $('preset').onchange = (e) => choosePreset(e.target.value);
 $('log-scale').onchange = (e) => loss.setLog(e.target.checked);

@@ -245,7 +245,7 @@ async function main() {
       const msg = await until(page, () => window.kilnPage.summary().error, null, 'the error message', 30_000);
       // Rust's error names the config field (model.llama.heads); the page names the form's label.
       assert(/^Could not build this model: Heads: must divide d_model/.test(msg), `the message names Heads and says why: ${msg}`);
-      assert(await invalid() === 'll-heads', `marked: ${await invalid()}`);
+      assert(await invalid() === 'll-heads' && await page.getAttribute('#config-error', 'class') === 'error', `marked: ${await invalid()}`);
       assert(await page.isVisible('#config-error'), 'the error is visible');
       // On screen beside the edited field, and the status line does not read as if it applied.
       const onScreen = await page.locator('#config-error').evaluate((e) => { const r = e.getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight; });
@@ -314,6 +314,8 @@ async function main() {
       await page.click('#clear-points');
       s = await summary(page);
       assert(/0 so far/.test(s.error ?? ''), `after Clear: ${s.error}`);
+      // Waiting for points is a notice, not an error.
+      assert(await page.getAttribute('#config-error', 'class') === 'notice', 'after Clear: shown as a notice');
       await page.selectOption('#custom-kind', 'classes');
       // A bad upload is refused naming the file, the line and the column (Rust's parser).
       await page.setInputFiles('#csv-file', { name: 'bad.csv', mimeType: 'text/csv', buffer: Buffer.from('x,y,label\n0.1,0.2,0\n0.3,abc,1\n') });
@@ -390,9 +392,11 @@ async function main() {
       const p = await newPage(browser, { errors });
       await p.goto(server.url);
       await until(p, () => window.kilnPage?.summary().info?.task === 'spiral', null, 'the first run', 60_000);
-      await p.click('#play');
-      await until(p, () => window.kilnPage.summary().step >= 40, null, '40 steps', 60_000);
-      await p.click('#pause');
+      // Space plays and pauses while no field has the keyboard.
+      await p.keyboard.press('Space');
+      await until(p, () => window.kilnPage.summary().step >= 40, null, '40 steps after Space', 60_000);
+      await p.keyboard.press('Space');
+      await until(p, () => !window.kilnPage.summary().playing, null, 'paused by Space', 20_000);
       const kept = await until(p, () => window.kilnPage.summary().kept.runs.find((r) => r.checkpoint && r.steps >= 40 && r.checkpointStep === r.steps), null, 'the run and its checkpoint kept', 30_000);
       await p.reload();
       await until(p, (id) => window.kilnPage?.summary().info && window.kilnPage.summary().kept.runs.some((r) => r.id === id), kept.id, 'the kept run after a reload', 60_000);
@@ -412,6 +416,12 @@ async function main() {
       const overlay = await until(p, () => window.kilnPage.summary().kept.overlay.length === 2 && window.kilnPage.summary().kept.overlay, null, 'two curves on the runs chart', 10_000);
       assert(overlay.every((label) => label.includes('optimizer.lr=')), `the legend names the differing field: ${overlay.join(' | ')}`);
       await p.screenshot({ path: path.join(OUT, 'runs.png'), fullPage: true });
+      // Delete asks first: one click arms it, a second deletes.
+      const del = p.locator('#runs-table tbody tr:nth-child(2) button', { hasText: /Delete|Sure/ });
+      await del.click();
+      assert(await del.textContent() === 'Sure?' && (await summary(p)).kept.runs.length === 2, 'the first click only asks');
+      await del.click();
+      await until(p, () => window.kilnPage.summary().kept.runs.length === 1, null, 'one run after the second click', 10_000);
       await p.context().close();
     });
 

@@ -68,7 +68,7 @@ export function wireFiles({ plot, send, showError, showNote, apply, cancelApply 
     showCustomPoints(plot);
     cancelApply();
     if (form.custom.points.length >= form.MIN_CLICKED_POINTS) apply(700);
-    else showError(form.pointsWanted());
+    else showError(form.pointsWanted(), { waiting: true });
   };
 
   $('clear-points').onclick = () => {
@@ -76,7 +76,7 @@ export function wireFiles({ plot, send, showError, showNote, apply, cancelApply 
     uploaded = null;
     showCustomPoints(plot);
     cancelApply();
-    showError(form.pointsWanted());
+    showError(form.pointsWanted(), { waiting: true });
   };
 
   $('csv-file').onchange = async (e) => {

@@ -68,6 +68,11 @@ function inputError(id, message) {
   return Object.assign(new Error(message), { input: id });
 }
 
+/** An Error that only says what the form waits for (your text, your points): shown as a notice. */
+function waitingFor(message) {
+  return Object.assign(new Error(message), { waiting: true });
+}
+
 /** The number in the input of config field `field`; throws an Error naming its label unless it is one in min..max. */
 function number(field, { int = false, min = -Infinity, max = Infinity } = {}) {
   const [id, label] = INPUTS[field];
@@ -164,7 +169,7 @@ export function readConfig() {
     const points = { task, validation_fraction: number('data.points.validation_fraction', { min: 0.05, max: 0.5 }) };
     let outputs = regression ? 1 : 2;
     if (task === 'custom') {
-      if (!custom.csv) throw new Error(pointsWanted());
+      if (!custom.csv) throw waitingFor(pointsWanted());
       points.csv = custom.csv;
       if (!regression) outputs = Math.max(2, ...custom.points.map((p) => p.label + 1));
     } else {
@@ -204,7 +209,7 @@ export function readConfig() {
         // Until something is pasted there is nothing to build; how long and how varied a text must
         // be is Rust's to check (src/data/text.rs), with the field named.
         const t = $('tx-text').value;
-        if (t.trim() === '') throw inputError('tx-text', 'Your text: paste the text to train on into the Text box. Until then the run shown is the previous one.');
+        if (t.trim() === '') throw waitingFor('Your text: paste the text to train on into the Text box. Until then the run shown is the previous one.');
         text.text = t;
         llama.vocab = Math.max(2, vocabOf(t));
       }

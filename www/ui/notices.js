@@ -10,10 +10,14 @@ export function setStatus(text, kind = 'ok') {
   ui.status = { text, kind };
 }
 
-/** Shows (or with '' clears) the config error; `input`: the id of the input it is about. */
-export function showError(text, input = '') {
+/**
+ * Shows (or with '' clears) the config error. `input`: the id of the input it is about;
+ * `waiting`: it only says what the form waits for (your text, your points), not what is wrong.
+ */
+export function showError(text, { input = '', waiting = false } = {}) {
   ui.configError = text;
   ui.invalidInput = text ? input : '';
+  ui.configWaiting = !!text && waiting;
 }
 
 /**
@@ -55,7 +59,7 @@ export function showWorkerError(error, live) {
     showError(asFormError(error).text);
   } else if (op === 'create') {
     const { text, input } = asFormError(error);
-    showError(`Could not build this model: ${text}`, input);
+    showError(`Could not build this model: ${text}`, { input });
     setStatus(live ? 'The previous model is still loaded.' : 'Fix the config to start.', 'error');
   } else {
     showError(`${op} failed: ${message}`);

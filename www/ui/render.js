@@ -12,6 +12,8 @@ export const ui = {
   /** The form's or the worker's complaint about the config ('' when none), and the id of the input it is about ('' when none). */
   configError: '',
   invalidInput: '',
+  /** The config message only says what the form waits for (shown as a notice, not an error). */
+  configWaiting: false,
   linkError: '',
   /** Why WebGPU cannot be used here (the no-GPU section), or ''. */
   noGpu: '',
@@ -124,6 +126,7 @@ export function render() {
     shown(id, !!value);
   }
   markInvalid(ui.invalidInput);
+  put('config-error', 'className', ui.configWaiting ? 'notice' : 'error');
   text('cpu-notice-text', ui.cpuNotice);
   shown('cpu-notice', !!ui.cpuNotice);
   shown('nogpu', !!ui.noGpu);

@@ -213,7 +213,14 @@ export class Runs {
     open.onclick = () => this.open(run);
     const del = document.createElement('button');
     del.textContent = 'Delete';
-    del.onclick = () => this.remove(run.id);
+    del.title = 'Delete this run, its curve and its checkpoint (asks again first)';
+    // The first click asks; a second within 4 s deletes.
+    del.onclick = () => {
+      if (del.dataset.armed) return this.remove(run.id);
+      del.dataset.armed = 'yes';
+      del.textContent = 'Sure?';
+      setTimeout(() => { delete del.dataset.armed; del.textContent = 'Delete'; }, 4000);
+    };
     tr.append(td(pick), ...cells.map((c) => td(c)), td(open, del));
     return tr;
   }
