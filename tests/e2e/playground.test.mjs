@@ -245,7 +245,8 @@ async function main() {
       const msg = await until(page, () => window.kilnPage.summary().error, null, 'the error message', 30_000);
       // Rust's error names the config field (model.llama.heads); the page names the form's label.
       assert(/^Could not build this model: Heads: must divide d_model/.test(msg), `the message names Heads and says why: ${msg}`);
-      assert(await invalid() === 'll-heads' && await page.getAttribute('#config-error', 'class') === 'error', `marked: ${await invalid()}`);
+      assert(await invalid() === 'll-heads', `marked: ${await invalid()}`);
+      await until(page, () => document.getElementById('config-error').className === 'error', null, 'the refusal shown as an error', 5_000);
       assert(await page.isVisible('#config-error'), 'the error is visible');
       // On screen beside the edited field, and the status line does not read as if it applied.
       const onScreen = await page.locator('#config-error').evaluate((e) => { const r = e.getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight; });
