@@ -134,3 +134,13 @@ fn csv_errors_name_the_line_and_column_and_say_what_is_wrong() {
     assert!(message("1,2\n3,1e9\n").ends_with("line 2, column target: `1e9` must be finite and within ±1e6"));
     assert!(message("1,2,0\n1,2\n").ends_with("line 2: expected 3 comma-separated values (x,y,label), found 2"));
 }
+
+#[test]
+fn too_few_points_name_the_csv() {
+    let mut cfg = three_classes();
+    if let DataConfig::Points(p) = &mut cfg.data {
+        p.csv = Some("1,2,0\n3,4,1\n5,6,0\n".into());
+    }
+    let err = session(cfg).err().expect("3 points are too few");
+    assert_eq!(err.to_string(), "invalid `data.points.csv`: at least 4 points are needed, got 3");
+}

@@ -7,7 +7,7 @@ import * as form from './ui/form.js';
 import { LossChart, RatioChart } from './ui/charts.js';
 import { LossScaleCard } from './ui/loss-scale.js';
 import { Heatmaps } from './ui/heatmaps.js';
-import { PointsPlot, plotColumns, emptyClassesNote } from './ui/points.js';
+import { PointsPlot, plotColumns, dataCardText } from './ui/points.js';
 import { wireFiles, showCustomPoints, download, parseCsv, onParsedPoints } from './ui/files.js';
 import { ToWorker, ToPage } from './ui/protocol.js';
 import { fitPrompt, cpuAdvice, CPU_SIZES } from './ui/samples.js';
@@ -149,10 +149,7 @@ function showDataset(config, ds) {
   }
   const regression = config.model.mlp.output_dim === 1;
   const classes = config.model.mlp.output_dim;
-  ui.dataTitle = regression ? 'Data & fitted curve' : 'Data & decision boundary';
-  ui.dataHint = regression
-    ? 'dots: training points · rings: validation · line: the model'
-    : `filled: training points · rings: validation · shading: the most likely of ${classes} classes, stronger where the model is surer${emptyClassesNote(classes, [ds, ds?.validation])}`;
+  Object.assign(ui, dataCardText(regression, classes, [ds, ds?.validation]));
   const train = plotColumns(ds, regression);
   if (!train) {
     plot.setPoints([], [], null, { regression, classes });

@@ -35,7 +35,8 @@ impl Batches {
                 ensure(all.classes <= outputs, "model.mlp.output_dim", || {
                     format!("the points use {} classes; output_dim must be at least that, got {outputs}", all.classes)
                 })?;
-                ensure(all.len() >= 4, "data", || format!("at least 4 points are needed, got {}", all.len()))?;
+                let field = if d.csv.is_some() { "data.points.csv" } else { "data.points.points" };
+                ensure(all.len() >= 4, field, || format!("at least 4 points are needed, got {}", all.len()))?;
                 let (train, val) = all.split(d.validation_fraction, seed ^ 1);
                 Batches::Points { train, val }
             }

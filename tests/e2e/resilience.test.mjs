@@ -1,7 +1,7 @@
 // resilience.test.mjs — the page under trouble, in headless Chromium with SwiftShader's WebGPU
 // against the Trunk release build: the GPU device destroyed mid-training, the tab hidden and
 // frozen, and the page without a usable WebGPU: no navigator.gpu, no adapter, or an insecure
-// (plain-http, non-localhost) origin.
+// (plain-http, non-localhost) origin; and runs kept across a reload (nothing trained is lost).
 //   node tests/e2e/resilience.test.mjs [dist-dir]
 
 import path from 'node:path';
@@ -118,6 +118,43 @@ async function main() {
       } finally {
         await insecure.close();
       }
+    });
+
+    await test('runs are kept across a reload, reopen where they stopped, and compare on one chart', null, async () => {
+      const p = await newPage(browser, { errors });
+      await p.goto(server.url);
+      await until(p, () => window.kilnPage?.summary().info?.task === 'spiral', null, 'the first run', 60_000);
+      // Space plays and pauses while no field has the keyboard.
+      await p.keyboard.press('Space');
+      await until(p, () => window.kilnPage.summary().step >= 40, null, '40 steps after Space', 60_000);
+      await p.keyboard.press('Space');
+      await until(p, () => !window.kilnPage.summary().playing, null, 'paused by Space', 20_000);
+      const kept = await until(p, () => window.kilnPage.summary().kept.runs.find((r) => r.checkpoint && r.steps >= 40 && r.checkpointStep === r.steps), null, 'the run and its checkpoint kept', 30_000);
+      await p.reload();
+      await until(p, (id) => window.kilnPage?.summary().info && window.kilnPage.summary().kept.runs.some((r) => r.id === id), kept.id, 'the kept run after a reload', 60_000);
+      await p.click(`#runs-table tr[data-run="${kept.id}"] >> text=Open`);
+      await until(p, (n) => /Checkpoint loaded at step/.test(document.getElementById('status').textContent) && window.kilnPage.summary().step === n, kept.checkpointStep, 'the run reopened where it stopped', 30_000);
+      const reopened = (await p.evaluate(() => window.kilnPage.summary())).loss;
+      assert(reopened.points >= 10 && reopened.lastStep <= kept.checkpointStep && reopened.lastStep >= kept.checkpointStep - 10, `the kept loss curve is drawn again: ${JSON.stringify(reopened)}`);
+      // A second run with another learning rate; both on one chart, the legend names the difference.
+      await p.fill('#opt-lr', '0.05');
+      await until(p, () => window.kilnPage.summary().info?.config?.optimizer?.lr === 0.05, null, 'the lr 0.05 run', 60_000);
+      await p.click('#play');
+      await until(p, () => window.kilnPage.summary().step >= 20, null, '20 steps at lr 0.05', 60_000);
+      await p.click('#pause');
+      await until(p, () => window.kilnPage.summary().kept.runs.length === 2, null, 'two kept runs', 30_000);
+      await p.check('#runs-table tbody tr:nth-child(1) input[type=checkbox]');
+      await p.check('#runs-table tbody tr:nth-child(2) input[type=checkbox]');
+      const overlay = await until(p, () => window.kilnPage.summary().kept.overlay.length === 2 && window.kilnPage.summary().kept.overlay, null, 'two curves on the runs chart', 10_000);
+      assert(overlay.every((label) => label.includes('optimizer.lr=')), `the legend names the differing field: ${overlay.join(' | ')}`);
+      await p.screenshot({ path: path.join(OUT, 'runs.png'), fullPage: true });
+      // Delete asks first: one click arms it, a second deletes.
+      const del = p.locator('#runs-table tbody tr:nth-child(2) button', { hasText: /Delete|Sure/ });
+      await del.click();
+      assert(await del.textContent() === 'Sure?' && (await summary(p)).kept.runs.length === 2, 'the first click only asks');
+      await del.click();
+      await until(p, () => window.kilnPage.summary().kept.runs.length === 1, null, 'one run after the second click', 10_000);
+      await p.context().close();
     });
   });
 }

@@ -18,29 +18,28 @@ export function showCustomPoints(plot) {
   $('custom-count').textContent = `${p.length} points`;
 }
 
-/** The CSV the worker is parsing, and whether the run is rebuilt on it once parsed (an upload). */
+/** The CSV the worker is parsing, its file's name (null: not uploaded), and whether the run is rebuilt on it once parsed (an upload). */
 let parsing = null;
-/** The name of the CSV file last uploaded, while your points are that file's. */
-let uploaded = null;
 
-/** The name of the CSV file your points came from, or null (clicked, or from a link). */
-export function csvName() {
-  return uploaded;
+/** Asks the worker to parse your points from `csv` (Rust's parser, as a run uses). */
+export function parseCsv(send, csv, applyAfter, file = null) {
+  parsing = { csv, applyAfter, file };
+  send({ type: ToWorker.parseCsv, text: csv });
 }
 
-/** Asks the worker to parse your points from `csv` (Rust's parser, as a run uses); `name`: its file's. */
-export function parseCsv(send, csv, applyAfter, name = null) {
-  parsing = { csv, applyAfter };
-  uploaded = name;
-  send({ type: ToWorker.parseCsv, text: csv });
+/** The worker refused the CSV: the parse ends, and your points stay as they were. Returns the refused file's name (or null). */
+export function csvRefused() {
+  const file = parsing?.file ?? null;
+  parsing = null;
+  return file;
 }
 
 /** The worker parsed the CSV: the points go into the form and onto the plot. */
 export function onParsedPoints(points, { plot, apply }) {
   if (!parsing) return;
-  const { csv, applyAfter } = parsing;
+  const { csv, applyAfter, file } = parsing;
   parsing = null;
-  form.setParsedPoints(csv, points);
+  form.setParsedPoints(csv, points, file);
   $('pt-task').value = 'custom';
   form.syncVisibility();
   showCustomPoints(plot);
@@ -63,7 +62,6 @@ export function wireFiles({ plot, send, showError, showNote, apply, cancelApply 
     }
     if (form.custom.points.length >= form.MAX_CUSTOM_POINTS) return;
     const label = Number($('draw-class').value);
-    uploaded = null;
     form.addPoint(form.custom.kind === 'regression' ? { x, y } : { x, y, label });
     showCustomPoints(plot);
     cancelApply();
@@ -73,7 +71,6 @@ export function wireFiles({ plot, send, showError, showNote, apply, cancelApply 
 
   $('clear-points').onclick = () => {
     form.clearPoints();
-    uploaded = null;
     showCustomPoints(plot);
     cancelApply();
     showError(form.pointsWanted(), { waiting: true });

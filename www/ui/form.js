@@ -8,9 +8,10 @@ const $ = (id) => document.getElementById(id);
 /**
  * The user's own points: `csv` is what the config carries (uploaded, or written from the drawn
  * points); `points` ({x, y, label} for classes, {x, y} with y the target for regression) is what
- * the plot shows, parsed from `csv` by the worker (Rust) or drawn by clicking.
+ * the plot shows, parsed from `csv` by the worker (Rust) or drawn by clicking. `file` names the
+ * uploaded CSV they are (null once clicked or cleared, or from a link).
  */
-export const custom = { kind: 'classes', points: [], csv: '' };
+export const custom = { kind: 'classes', points: [], csv: '', file: null };
 /** Largest number of points the page lets you draw or upload. */
 export const MAX_CUSTOM_POINTS = 20_000;
 
@@ -116,11 +117,13 @@ function pointsCsv() {
 export function addPoint(point) {
   custom.points.push(point);
   custom.csv = pointsCsv();
+  custom.file = null;
 }
 
 export function clearPoints() {
   custom.points = [];
   custom.csv = '';
+  custom.file = null;
 }
 
 /** Clicked points rebuild the run once there are this many (fewer make a poor split). */
@@ -138,8 +141,8 @@ export function startPoints(kind) {
   clearPoints();
 }
 
-/** Your own points as the worker parsed them from `csv` ({inputs, labels | targets, inputDim}). */
-export function setParsedPoints(csv, parsed) {
+/** Your own points as the worker parsed them from `csv` ({inputs, labels | targets, inputDim}), uploaded as `file` (or null). */
+export function setParsedPoints(csv, parsed, file) {
   const regression = parsed.inputDim === 1;
   const n = regression ? parsed.targets.length : parsed.labels.length;
   const points = [];
@@ -151,6 +154,7 @@ export function setParsedPoints(csv, parsed) {
   custom.kind = regression ? 'regression' : 'classes';
   custom.points = points;
   custom.csv = csv;
+  custom.file = file;
 }
 
 /** Reads the form into a SessionConfig; throws an Error naming the field when an input is not usable. */

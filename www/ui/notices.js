@@ -3,8 +3,8 @@
 // the worker reports, each written into `ui` (render.js draws it).
 
 import { ui } from './render.js';
-import { inputOf } from './form.js';
-import { csvName } from './files.js';
+import { inputOf, custom } from './form.js';
+import { csvRefused } from './files.js';
 
 export function setStatus(text, kind = 'ok') {
   ui.status = { text, kind };
@@ -21,12 +21,12 @@ export function showError(text, { input = '', waiting = false } = {}) {
 }
 
 /**
- * A worker's bad-input error as the form says its own: the input's label (or the CSV's file name)
- * before what is wrong, and the input to mark. Rust names the config field (`optimizer.lr`).
+ * A worker's bad-input error as the form says its own: the input's label (or the CSV's file name,
+ * `file`) before what is wrong, and the input to mark. Rust names the config field (`optimizer.lr`).
  */
-function asFormError({ field, reason, message }) {
+function asFormError({ field, reason, message }, file) {
   if (reason === undefined) return { text: message, input: '' };
-  if (field === 'data.points.csv') return { text: `${csvName() ?? 'Your points'}: ${reason}`, input: '' };
+  if (field === 'data.points.csv') return { text: `${file ?? 'Your points'}: ${reason}`, input: '' };
   const input = inputOf(field);
   return input ? { text: `${input.label}: ${reason}`, input: input.id } : { text: message, input: '' };
 }
@@ -56,9 +56,9 @@ export function showWorkerError(error, live) {
   } else if (op === 'link') {
     showLinkError(message);
   } else if (op === 'csv') {
-    showError(asFormError(error).text);
+    showError(asFormError(error, csvRefused()).text);
   } else if (op === 'create') {
-    const { text, input } = asFormError(error);
+    const { text, input } = asFormError(error, custom.file);
     showError(`Could not build this model: ${text}`, { input });
     setStatus(live ? 'The previous model is still loaded.' : 'Fix the config to start.', 'error');
   } else {

@@ -193,11 +193,18 @@ export function plotColumns(split, regression) {
   return { xs, ys, labels: regression ? null : split.labels };
 }
 
+/** The data card's title and hint (`ui.dataTitle`, `ui.dataHint`) for a run on points. */
+export function dataCardText(regression, classes, splits) {
+  if (regression) return { dataTitle: 'Data & fitted curve', dataHint: 'dots: training points · rings: validation · line: the model' };
+  const hint = `filled: training points · rings: validation · shading: the most likely of ${classes} classes, stronger where the model is surer`;
+  return { dataTitle: 'Data & decision boundary', dataHint: hint + emptyClassesNote(classes, splits) };
+}
+
 /**
  * A note for classes no point has (labels {0, 7} make 8 classes, 1–6 empty), or '' when every
  * class below the highest label has points. `splits`: the dataset's splits ({labels}).
  */
-export function emptyClassesNote(classes, splits) {
+function emptyClassesNote(classes, splits) {
   const seen = new Set(splits.flatMap((s) => Array.from(s?.labels ?? [])));
   if (seen.size === 0) return ''; // no points to judge by
   const empty = Array.from({ length: classes }, (_, c) => c).filter((c) => !seen.has(c));
