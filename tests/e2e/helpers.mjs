@@ -38,12 +38,19 @@ export async function test(name, page, fn) {
 export async function until(page, fn, arg, what, ms = 60_000) {
   try {
     const handle = await page.waitForFunction(fn, arg, { timeout: ms, polling: 250 });
-    return await handle.jsonValue();
+    const value = await handle.jsonValue();
+    // The page draws its state on the next animation frame: let that frame run so the DOM
+    // reads that follow see what the state says.
+    await drawn(page);
+    return value;
   } catch {
     const s = await page.evaluate(() => window.kilnPage?.summary()).catch(() => null);
     throw new Error(`timed out waiting for ${what}; page state: ${JSON.stringify(s)?.slice(0, 600)}`);
   }
 }
+
+/** Resolves after the page has drawn two more animation frames (render runs in each). */
+export const drawn = (page) => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
 
 export const summary = (page) => page.evaluate(() => window.kilnPage.summary());
 

@@ -6,7 +6,7 @@
 
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { OUT, assert, test, until, summary, heatPixels, tinted, lossInk, canvasInk, canvasSum, mean, newPage, run, withPlayground } from './helpers.mjs';
+import { OUT, assert, test, until, drawn, summary, heatPixels, tinted, lossInk, canvasInk, canvasSum, mean, newPage, run, withPlayground } from './helpers.mjs';
 
 const DIST = process.argv[2] ?? 'dist';
 
@@ -308,6 +308,7 @@ async function main() {
       // Another kind starts its own points: the choice sticks, and until there are 10 the
       // page says how many there are and that the run shown is the previous one.
       await page.selectOption('#custom-kind', 'regression');
+      await drawn(page);
       assert((await page.inputValue('#custom-kind')) === 'regression' && !(await page.isVisible('#draw-class')), 'x,target stays chosen, with no class to draw');
       for (let i = 0; i < 3; i++) await page.mouse.click(box.x + box.width * (0.2 + 0.2 * i), box.y + box.height * 0.5);
       let s = await summary(page);
@@ -362,8 +363,8 @@ async function main() {
           assert(s.info.adapter.cpu === true && /runs WebGPU on the CPU/.test(s.cpuNotice ?? ''), `${name}: ${s.info.adapter.cpu} ${s.cpuNotice}`);
           if (s.info.task !== 'text') assert(/[>=]$/.test(s.prompt), `${name}: the prompt fits the task (${s.prompt})`);
         }
-        // The link field is drawn on the next frame after the run is built: let two frames pass.
-        await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+        // The link field is drawn on the frame after the run is built.
+        await drawn(page);
         const url = await page.inputValue('#share-url');
         const p2 = await newPage(browser, { errors });
         await p2.goto(url);
