@@ -78,11 +78,12 @@ build-page: setup-serve
 	PATH="$(CURDIR)/node_modules/.bin:$$PATH" trunk build --release
 
 # End-to-end tests of the playground in headless Chromium (SwiftShader WebGPU); screenshots in
-# test-output/. Each file prints "e2e <suite>: N passed, M failed": the page's features, its
-# resilience (device loss, hidden/frozen tab, no WebGPU or adapter, insecure origin), its export and import of zipped
+# test-output/. Each file prints "e2e <suite>: N passed, M failed": the page's features, the
+# user's own data (text, points, CSVs), its resilience (device loss, hidden/frozen tab, no WebGPU or adapter, insecure origin), its export and import of zipped
 # folders, and the page under `trunk serve`.
 test-e2e: setup-test build-page
 	node tests/e2e/playground.test.mjs dist
+	node tests/e2e/own-data.test.mjs dist
 	node tests/e2e/resilience.test.mjs dist
 	node tests/e2e/export.test.mjs dist
 	PATH="$(CURDIR)/node_modules/.bin:$$PATH" node tests/e2e/serve.test.mjs

@@ -333,6 +333,10 @@ examplesPerStep: number,
  */
 tokensPerStep: number, 
 /**
+ * The most validation tokens one `evaluate` call scores (its `maxTokens` limit).
+ */
+maxEvalTokens: number, 
+/**
  * The validated config, every default filled in.
  */
 config: SessionConfig, };

@@ -44,6 +44,8 @@ pub struct RunInfo {
     pub examples_per_step: usize,
     /// examplesPerStep × context (= examplesPerStep for an MLP).
     pub tokens_per_step: usize,
+    /// The most validation tokens one `evaluate` call scores (its `maxTokens` limit).
+    pub max_eval_tokens: usize,
     /// The validated config, every default filled in.
     pub config: SessionConfig,
 }
@@ -74,6 +76,7 @@ impl RunInfo {
             batch: s.cfg.batch,
             examples_per_step,
             tokens_per_step: examples_per_step * context,
+            max_eval_tokens: crate::session::evaluate::MAX_EVAL_TOKENS,
             config: s.cfg.clone(),
         }
     }

@@ -215,9 +215,9 @@ worker.onmessage = (e) => {
       break;
     case ToPage.saved:
       if (m.purpose === 'keep') runs.keepCheckpoint(m.bytes, m.id);
-      else if (m.purpose === 'quantized') download(m.bytes, m.step, `${quant.report?.bits ?? 'q'}bit-mlx`);
-      else if (m.purpose === 'export') download(m.bytes, m.step, `step${m.step}-export`, '.zip');
-      else download(m.bytes, m.step);
+      else if (m.purpose === 'quantized') download(m.bytes, runs.current?.name, `${quant.report?.bits ?? 'q'}bit-mlx`);
+      else if (m.purpose === 'export') download(m.bytes, runs.current?.name, `step${m.step}-export`, '.zip');
+      else download(m.bytes, runs.current?.name, `step${m.step}`);
       break;
     case ToPage.loaded:
       state.step = m.step;
@@ -378,9 +378,8 @@ wireFiles({
   plot,
   send,
   showError,
-  showNote: (text) => {
-    ui.share = { ...ui.share, note: text };
-  },
+  showNote: (text) => { ui.share = { ...ui.share, note: text }; },
+  runName: () => runs.current?.name,
   apply: (ms = 0) => {
     clearTimeout(editTimer);
     editTimer = setTimeout(() => apply(), ms);

@@ -43,14 +43,16 @@ async function main() {
         await until(page, (n) => window.kilnPage.summary().step >= n, i + 1, `step ${i + 1}`, 30_000);
       }
       const [download] = await Promise.all([page.waitForEvent('download', { timeout: 60_000 }), page.click('#export-zip')]);
-      assert(download.suggestedFilename() === 'mlp-spiral-step3-export.zip', download.suggestedFilename());
+      // Named after the run as the Runs card names it ("mlp-spiral #1"), and so is its folder.
+      const run = /^(mlp-spiral-\d+)-step3-export\.zip$/.exec(download.suggestedFilename())?.[1];
+      assert(run, download.suggestedFilename());
       const file = path.join(OUT, download.suggestedFilename());
       await download.saveAs(file);
       const zip = unzipSync(await fs.readFile(file));
       const names = Object.keys(zip).sort();
-      const want = ['data.csv', 'kiln_config.json', 'kiln_reference.json', 'model.py', 'model.safetensors', 'train.py'].map((n) => `mlp-spiral-export/${n}`);
+      const want = ['data.csv', 'kiln_config.json', 'kiln_reference.json', 'model.py', 'model.safetensors', 'train.py'].map((n) => `${run}-export/${n}`);
       assert(names.join() === want.join(), `zip entries: ${names}`);
-      const kiln = JSON.parse(new TextDecoder().decode(zip['mlp-spiral-export/kiln_config.json']));
+      const kiln = JSON.parse(new TextDecoder().decode(zip[`${run}-export/kiln_config.json`]));
       assert(kiln.kiln_step === 3 && kiln.kiln_config.model.mlp.hidden.join() === '16,16', JSON.stringify(kiln).slice(0, 200));
       assert(second() === 1, `the second wasm fetched once for the export, got ${second()}`);
       const runs = (await summary(page)).runs;
@@ -74,13 +76,14 @@ async function main() {
       await until(page, () => window.kilnPage.summary().step >= 1, null, 'a llama-tiny step', 60_000);
       // The second wasm is built without Genesis too: it is handed the text the page fetched.
       const [download] = await Promise.all([page.waitForEvent('download', { timeout: 120_000 }), page.click('#export-zip')]);
-      // An edited preset is a run of its own: kiln-step1-export.zip holding kiln-export/.
-      assert(download.suggestedFilename() === 'kiln-step1-export.zip', download.suggestedFilename());
+      // An edited preset is a run of its own, "custom #N": custom-N-step1-export.zip.
+      const run = /^(custom-\d+)-step1-export\.zip$/.exec(download.suggestedFilename())?.[1];
+      assert(run, download.suggestedFilename());
       const zip = unzipSync(await fs.readFile(await download.path()));
       for (const name of ['config.json', 'model.safetensors', 'tokenizer.json', 'kiln_reference.json']) {
-        assert(zip[`kiln-export/${name}`]?.length > 0, `${name} in ${Object.keys(zip)}`);
+        assert(zip[`${run}-export/${name}`]?.length > 0, `${name} in ${Object.keys(zip)}`);
       }
-      const config = JSON.parse(new TextDecoder().decode(zip['kiln-export/config.json']));
+      const config = JSON.parse(new TextDecoder().decode(zip[`${run}-export/config.json`]));
       assert(config.kiln_step === 1 && config.kiln_config.model.llama.d_model === 32, JSON.stringify(config).slice(0, 200));
       assert(second() === 1, 'the second wasm is fetched once');
     });

@@ -139,6 +139,10 @@ async function main() {
 
     await test('checkpoint download and upload', page, async () => {
       const [download] = await Promise.all([page.waitForEvent('download', { timeout: 30_000 }), page.click('#ckpt-save')]);
+      // Named after the run and its step: runs of one preset save to different names.
+      const { name, step: at } = await page.evaluate(() => ({ name: window.kilnPage.summary().kept.runs.find((r) => r.current).name, step: window.kilnPage.summary().step }));
+      const want = `${name.replace(' #', '-')}-step${at}.safetensors`;
+      assert(download.suggestedFilename() === want, `${download.suggestedFilename()}, want ${want}`);
       const file = path.join(OUT, 'checkpoint.safetensors');
       await download.saveAs(file);
       const bytes = await fs.readFile(file);
@@ -279,63 +283,6 @@ async function main() {
       await p2.context().close();
     });
 
-    await test('your own data: pasted text, clicked points, an uploaded CSV', page, async () => {
-      // With markup in it: it must show as text and never run.
-      const text = 'the quick brown fox jumps over the lazy dog; pack my box with five dozen liquor jugs. <img src=x onerror="window.pwned=1"><script>window.pwned=2</script>\n'.repeat(8);
-      const vocab = new Set(text).size;
-      await page.selectOption('#tx-source', 'custom');
-      // Too short a text is refused by Rust's check, which names the field and the minimum.
-      await page.fill('#tx-text', 'hello there');
-      await until(page, () => /Your text: has 11 characters; at least 64 needed/.test(window.kilnPage.summary().error ?? ''), null, 'the short-text error', 60_000);
-      await page.fill('#tx-text', text);
-      await until(page, (v) => window.kilnPage.summary().info?.config?.data?.text?.text?.startsWith('the quick') && window.kilnPage.summary().info.config.model.llama.vocab === v, vocab, 'a Llama on the pasted text', 60_000);
-      assert((await page.textContent('#text-excerpt')).startsWith('the quick brown fox'), 'the excerpt shows the pasted text');
-      assert((await page.textContent('#text-excerpt')).includes('<img src=x onerror='), 'the markup shows as text');
-      assert((await page.$$('img')).length === 0 && (await page.evaluate(() => window.pwned)) === undefined, 'pasted markup never became HTML');
-      // "And God said" has characters this text lacks: the prompt becomes the text's start.
-      const prompt = (await summary(page)).prompt;
-      assert(prompt === 'the quick brown ', `the prompt is the start of the text: ${JSON.stringify(prompt)}`);
-      await page.check('input[name="model-kind"][value="mlp"]');
-      await until(page, () => window.kilnPage.summary().info?.model === 'mlp', null, 'back to an MLP', 60_000);
-      await page.selectOption('#pt-task', 'custom');
-      const box = await page.locator('#data-canvas').boundingBox();
-      for (let i = 0; i < 12; i++) {
-        await page.selectOption('#draw-class', String(i % 2));
-        const [fx, fy] = i % 2 ? [0.25, 0.3] : [0.7, 0.75];
-        await page.mouse.click(box.x + box.width * (fx + 0.02 * (i % 5)), box.y + box.height * (fy + 0.015 * (i % 3)));
-      }
-      await until(page, () => window.kilnPage.summary().info?.config?.data?.points?.csv?.split('\n').length === 12, null, 'a run on 12 clicked points', 60_000);
-      // Another kind starts its own points: the choice sticks, and until there are 10 the
-      // page says how many there are and that the run shown is the previous one.
-      await page.selectOption('#custom-kind', 'regression');
-      await drawn(page);
-      assert((await page.inputValue('#custom-kind')) === 'regression' && !(await page.isVisible('#draw-class')), 'x,target stays chosen, with no class to draw');
-      for (let i = 0; i < 3; i++) await page.mouse.click(box.x + box.width * (0.2 + 0.2 * i), box.y + box.height * 0.5);
-      let s = await summary(page);
-      assert(/3 so far.*from 10/.test(s.error ?? ''), `three clicked points: ${s.error}`);
-      assert(s.info.config.data.points.csv.split('\n').length === 12, 'the 12-point run stays until there are 10');
-      await page.click('#clear-points');
-      s = await summary(page);
-      assert(/0 so far/.test(s.error ?? ''), `after Clear: ${s.error}`);
-      // Waiting for points is a notice, not an error.
-      await until(page, () => document.getElementById('config-error').className === 'notice', null, 'after Clear: shown as a notice', 5_000);
-      await page.selectOption('#custom-kind', 'classes');
-      // A bad upload is refused naming the file, the line and the column (Rust's parser).
-      await page.setInputFiles('#csv-file', { name: 'bad.csv', mimeType: 'text/csv', buffer: Buffer.from('x,y,label\n0.1,0.2,0\n0.3,abc,1\n') });
-      await until(page, () => /^bad\.csv: line 3, column y: `abc` is not a number$/.test(window.kilnPage.summary().error ?? ''), null, 'the bad CSV named', 30_000);
-      const rows = Array.from({ length: 30 }, (_, i) => `${Math.cos(i) * 0.8},${Math.sin(i) * 0.8},${i % 3}`);
-      await page.setInputFiles('#csv-file', { name: 'points.csv', mimeType: 'text/csv', buffer: Buffer.from('x,y,label\n' + rows.join('\n')) });
-      await until(page, () => window.kilnPage.summary().info?.config?.model?.mlp?.output_dim === 3, null, 'a 3-class run on the CSV', 60_000);
-      await until(page, () => /most likely of 3 classes/.test(document.getElementById('data-hint').textContent), null, 'the 3-class hint', 5_000);
-      assert(!/no points/.test(await page.textContent('#data-hint')), 'every class has points');
-      await page.screenshot({ path: path.join(OUT, 'own-points.png') });
-      // Labels {0, 7} build 8 classes; the hint says which have no points.
-      const gap = rows.map((r, i) => r.replace(/,\d$/, i % 2 ? ',7' : ',0'));
-      await page.setInputFiles('#csv-file', { name: 'gap.csv', mimeType: 'text/csv', buffer: Buffer.from(gap.join('\n')) });
-      await until(page, () => window.kilnPage.summary().info?.config?.model?.mlp?.output_dim === 8, null, 'an 8-class run on labels 0 and 7', 60_000);
-      await until(page, () => document.getElementById('data-hint').textContent.includes('classes 1, 2, 3, 4, 5, 6 have no points'), null, 'the hint naming the empty classes', 5_000);
-    });
-
     await test('every preset builds, trains, and opens from its share link with the same config', page, async () => {
       const names = (await page.$$eval('#preset option', (os) => os.map((o) => o.value))).filter(Boolean);
       assert(names.length >= 10 && names.includes('llama-reverse') && names.includes('llama-addition'), `presets: ${names}`);
@@ -383,12 +330,15 @@ async function main() {
       assert((await summary(page)).cpuNotice === null, 'no advice once the run is CPU-sized');
     });
 
-    await test('log-scale axes label small values (not "0")', page, async () => {
+    await test('log-scale axes label small values (not "0"); the data plot has round ticks', page, async () => {
       const labels = await page.evaluate(async () => {
         const { tickLabel } = await import('./ui/charts.js');
         return [1e-4, 2.5e-6, 0.001, 0.05, 1, 250].map(tickLabel);
       });
       assert(labels.join(' ') === '1e-4 2.5e-6 0.001 0.05 1 250', `tick labels: ${labels.join(' ')}`);
+      // The data plot's coordinates: round steps of 1, 2 or 5 × 10^k.
+      const ticks = await page.evaluate(async () => (await import('./ui/points.js')).niceTicks(-4.4, 4.4).join(' '));
+      assert(ticks === '-4 -2 0 2 4', `data plot ticks: ${ticks}`);
     });
 
     const unexpected = errors.filter((e) => !/favicon/.test(e));

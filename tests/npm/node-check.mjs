@@ -260,6 +260,7 @@ await check('a tiny Llama trains and generates', async () => {
   const some = await r.evaluate({ maxTokens: 40 });
   assert(some.scored === 32 && some.available === 89, `maxTokens 40: two windows of 16 (${JSON.stringify(some)})`);
   await failsWith(() => r.evaluate({ maxTokens: 0 }), 'invalid-input', 'maxTokens', 'maxTokens 0');
+  await failsWith(() => r.evaluate({ maxTokens: r.info.maxEvalTokens + 1 }), 'invalid-input', 'maxTokens', 'maxTokens past info.maxEvalTokens');
   // A context the validation split cannot hold is refused, naming the shortest text that works.
   const long = await failsWith(() => Kiln.create({ ...llama, model: { llama: { ...llama.model.llama, context: 128 } } }), 'invalid-input', 'model.llama.context', 'context 128');
   assert(/at least \d+ characters/.test(long.message), long.message);

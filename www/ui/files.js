@@ -1,6 +1,6 @@
 // files.js — the user's own data and files: clicking points onto the data plot, clearing them,
-// uploading a CSV of points, copying the share link, downloading and uploading checkpoints, and
-// exporting the run as a zip for PyTorch / Hugging Face (and opening such a zip).
+// uploading or pasting a CSV of points, copying the share link, downloading and uploading
+// checkpoints, and exporting the run as a zip for PyTorch / Hugging Face (and opening such a zip).
 
 import * as form from './form.js';
 import { ToWorker } from './protocol.js';
@@ -51,7 +51,7 @@ export function onParsedPoints(points, { plot, apply }) {
  * `cancelApply()` drops a pending rebuild, `send` posts to the worker, `showError(text)` and
  * `showNote(text)` set the page's config error and the share panel's note.
  */
-export function wireFiles({ plot, send, showError, showNote, apply, cancelApply }) {
+export function wireFiles({ plot, send, showError, showNote, runName, apply, cancelApply }) {
   plot.onClick = (x, y) => {
     if (form.modelKind() !== 'mlp') return;
     if ($('pt-task').value !== 'custom') {
@@ -84,6 +84,13 @@ export function wireFiles({ plot, send, showError, showNote, apply, cancelApply 
     parseCsv(send, await file.text(), true, file.name);
   };
 
+  // The paste box opens with your points so far, to edit or replace; Rust's parser reads it
+  // as it reads an upload, and its errors name it "pasted CSV".
+  $('csv-paste').ontoggle = () => {
+    if ($('csv-paste').open && !$('csv-text').value) $('csv-text').value = form.custom.csv;
+  };
+  $('csv-use').onclick = () => parseCsv(send, $('csv-text').value, true, 'pasted CSV');
+
   $('copy-url').onclick = async () => {
     const url = $('share-url').value;
     try {
@@ -111,17 +118,22 @@ export function wireFiles({ plot, send, showError, showNote, apply, cancelApply 
 
   // The zip holds one folder named after the run; unzipped it is what `kiln import` and
   // `from_pretrained` read.
-  $('export-zip').onclick = () => send({ type: ToWorker.exportFolder, name: `${$('preset').value || 'kiln'}-export` });
+  $('export-zip').onclick = () => send({ type: ToWorker.exportFolder, name: `${fileStem(runName())}-export` });
   upload('import-zip', 'Export folder', ToWorker.importFolder);
 }
 
-/** Saves `bytes` as `<preset>-<label><ext>` (label: `step<N>` by default; ext `.safetensors`). */
-export function download(bytes, step, label = `step${step}`, ext = '.safetensors') {
+/** A run's name as a file name: "mlp-spiral #3" → "mlp-spiral-3" ('kiln' when there is none). */
+const fileStem = (runName) => (runName ?? '').replace(/[^\w.-]+/g, '-').replace(/^-+|-+$/g, '') || 'kiln';
+
+/**
+ * Saves `bytes` as `<run>-<label><ext>`, the run named as on the Runs card ("mlp-spiral #3"
+ * saves as "mlp-spiral-3-step278.safetensors"), so files of several runs tell apart.
+ */
+export function download(bytes, runName, label, ext = '.safetensors') {
   const blob = new Blob([bytes], { type: ext === '.zip' ? 'application/zip' : 'application/octet-stream' });
   const a = document.createElement('a');
   a.href = URL.createObjectURL(blob);
-  const name = $('preset').value || 'kiln';
-  a.download = `${name}-${label}${ext}`;
+  a.download = `${fileStem(runName)}-${label}${ext}`;
   document.body.append(a);
   a.click();
   a.remove();

@@ -12,8 +12,6 @@ const SAMPLE_MS = 3000;
 const SAMPLE_MOST = 120;
 const SAMPLE_LEAST = 8;
 const SAMPLE_FIRST_ON_CPU = 16;
-/** The most tokens `evaluate` scores in one call (the API's limit). */
-const EVAL_MOST = 16_384;
 
 const clamp = (x, lo, hi) => Math.max(lo, Math.min(hi, Math.round(x)));
 
@@ -22,7 +20,7 @@ export class Pace {
   constructor(info) {
     this.cpu = !!info.adapter?.cpu;
     // About one training batch: cheap enough to repeat while training on a GPU.
-    this.full = clamp(info.tokensPerStep, 1, EVAL_MOST);
+    this.full = clamp(info.tokensPerStep, 1, info.maxEvalTokens);
     this.window = Math.min(this.full, info.config?.model?.llama?.context ?? this.full);
     this.evalPerMs = null; // tokens scored a millisecond, last call
     this.msPerChar = null; // milliseconds a sampled character, last call

@@ -1,6 +1,8 @@
 // points.js — the data plot: a 2-D scatter with the model's decision boundary underneath, or a
 // 1-D regression (targets and the model's curve). Clicking adds the user's own points.
 
+import { tickLabel } from './charts.js';
+
 export const CLASS_COLORS = ['#2f6fd0', '#e8731a', '#2ca25f', '#8e44ad', '#d62728', '#17becf', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22'];
 
 function rgb(hex) {
@@ -26,6 +28,17 @@ export function extentOf(xs, ys, regression) {
   if (!Number.isFinite(y0)) [y0, y1] = [-1, 1];
   const my = Math.max((y1 - y0) * 0.12, 0.1);
   return [-e, e, y0 - my, y1 + my];
+}
+
+/** About `count` round values in [lo, hi]: multiples of 1, 2 or 5 × 10^k. */
+export function niceTicks(lo, hi, count = 5) {
+  const raw = (hi - lo) / count;
+  if (!(raw > 0) || !Number.isFinite(raw)) return [];
+  const mag = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 5, 10].map((m) => m * mag).find((s) => s >= raw * (1 - 1e-9));
+  const ticks = [];
+  for (let i = Math.ceil(lo / step); i * step <= hi; i++) ticks.push(Number((i * step).toPrecision(12)));
+  return ticks;
 }
 
 export class PointsPlot {
@@ -104,6 +117,31 @@ export class PointsPlot {
     ctx.moveTo(0, oy); ctx.lineTo(this.canvas.width, oy);
     ctx.moveTo(ox, 0); ctx.lineTo(ox, this.canvas.height);
     ctx.stroke();
+    this.drawTicks();
+  }
+
+  /** Coordinates along the bottom (x) and left (y) edges, haloed so they read over the shading. */
+  drawTicks() {
+    const { ctx } = this;
+    const { width: w, height: h } = this.canvas;
+    const [x0, x1, y0, y1] = this.extent;
+    ctx.font = '12px system-ui, sans-serif';
+    ctx.lineWidth = 3;
+    ctx.strokeStyle = '#fffc';
+    ctx.fillStyle = '#000a';
+    const label = (text, x, y) => { ctx.strokeText(text, x, y); ctx.fillText(text, x, y); };
+    ctx.textAlign = 'center';
+    ctx.textBaseline = 'bottom';
+    for (const v of niceTicks(x0, x1)) {
+      const [px] = this.toPx(v, 0);
+      if (px > 24 && px < w - 14) { ctx.fillRect(px - 0.5, h - 5, 1, 5); label(tickLabel(v), px, h - 6); }
+    }
+    ctx.textAlign = 'left';
+    ctx.textBaseline = 'middle';
+    for (const v of niceTicks(y0, y1)) {
+      const [, py] = this.toPx(0, v);
+      if (py > 10 && py < h - 24) { ctx.fillRect(0, py - 0.5, 5, 1); label(tickLabel(v), 7, py); }
+    }
   }
 
   /**

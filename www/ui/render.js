@@ -2,6 +2,8 @@
 // DOM once per frame by `render`. Message handlers in app.js only change `ui`; nothing else
 // writes these elements, so what the page shows is one function of one object.
 
+import { tokenLabel } from './samples.js';
+
 const $ = (id) => document.getElementById(id);
 
 /** Everything the bar, the notices and the cards say (charts and canvases draw themselves). */
@@ -75,11 +77,11 @@ function renderNextTokens(view, position) {
   put('nt-position', 'max', String(view.positions.length - 1));
   put('nt-position', 'value', String(p));
   const at = view.positions[p];
-  text('nt-char', JSON.stringify(at?.text ?? ''));
+  text('nt-char', tokenLabel(at?.text ?? ''));
   $('nt-list').replaceChildren(...(at?.next ?? []).map((g) => {
     const li = document.createElement('li');
     const ch = document.createElement('code');
-    ch.textContent = JSON.stringify(g.text);
+    ch.textContent = tokenLabel(g.text);
     const bar = document.createElement('span');
     bar.className = 'nt-bar';
     bar.style.width = `${(g.probability * 100).toFixed(1)}%`;

@@ -33,3 +33,19 @@ export function cpuAdvice(info) {
     + `${info.tokensPerStep.toLocaleString('en-US')} tokens a step trains slowly (a few steps a second at best). `
     + `Smaller settings — batch ${CPU_SIZES.batch}, context ${CPU_SIZES.context}, d_model ${CPU_SIZES.d_model} — train visibly here; a machine with a GPU runs the full size.`;
 }
+
+/** Names of the characters that draw nothing alone but often sit inside emoji. */
+const UNSEEN_NAMES = { 0x200d: 'zero-width joiner', 0xfe0f: 'emoji style', 0xfe0e: 'text style', 0x200b: 'zero-width space' };
+
+/**
+ * A character of the model's vocabulary as the next-token view shows it: quoted and escaped
+ * (JSON), except that one which draws nothing on its own — a joiner, a variation selector,
+ * a lone combining mark, a control — is named by its code point, so "👩‍👧" reads as
+ * "👩", "U+200D zero-width joiner", "👧": the model sees three characters.
+ */
+export function tokenLabel(text) {
+  const cp = text.codePointAt(0);
+  if (cp === undefined || [...text].length !== 1 || !/[\p{Cf}\p{Mn}\p{Me}\p{Cc}\p{Zl}\p{Zp}]/u.test(text) || /[\n\t\r]/.test(text)) return JSON.stringify(text);
+  const name = UNSEEN_NAMES[cp];
+  return `U+${cp.toString(16).toUpperCase().padStart(4, '0')}${name ? ` ${name}` : ''}`;
+}
