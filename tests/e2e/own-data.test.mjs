@@ -74,7 +74,8 @@ async function main() {
       await until(page, () => document.getElementById('data-hint').textContent.includes('classes 1, 2, 3, 4, 5, 6 have no points'), null, 'the hint naming the empty classes', 5_000);
       // The paste box opens with the points so far; what is pasted goes through the same parser.
       await page.click('#csv-paste summary');
-      assert((await page.inputValue('#csv-text')) === gap.join('\n'), 'the paste box holds the uploaded points');
+      // (The details element's toggle event, which fills the box, comes as a task of its own.)
+      await until(page, (csv) => document.getElementById('csv-text').value === csv, gap.join('\n'), 'the paste box holding the uploaded points', 5_000);
       await page.fill('#csv-text', '0.1,0.2\n0.3,zz\n');
       await page.click('#csv-use');
       await until(page, () => /^pasted CSV: line 2, .*`zz` is not a number$/.test(window.kilnPage.summary().error ?? ''), null, 'the pasted CSV refused', 30_000);
