@@ -84,6 +84,8 @@ const fmt = (v) => (v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed
 // ---- building runs ------------------------------------------------------------------------
 
 let editTimer = 0;
+/** Rebuilds the run after `ms`, replacing a rebuild already pending (edits come in bursts). */
+const rebuildAfter = (ms) => { clearTimeout(editTimer); editTimer = setTimeout(() => apply(), ms); };
 
 /** Reads the form and asks the worker for a new run; form problems are shown, not thrown. */
 function apply({ play = state.playing } = {}) {
@@ -297,8 +299,7 @@ function frame() {
 }
 requestAnimationFrame(frame);
 
-// Training goes on in a hidden tab (the worker is not throttled); only the worker's weight,
-// boundary and validation snapshots pause, and resume the moment the tab is shown again.
+// A hidden tab trains on (the worker is not throttled); only its snapshots pause until shown.
 document.addEventListener('visibilitychange', () => {
   state.hidden = document.hidden;
   send({ type: ToWorker.view, view: { hidden: document.hidden } });
@@ -370,20 +371,14 @@ form.onEdit((source) => {
   ui.presetDesc = 'Your own configuration.';
   if (source === 'draw-class') return;
   if ($('pt-task').value === 'custom' && form.modelKind() === 'mlp') showCustomPoints(plot);
-  clearTimeout(editTimer);
-  editTimer = setTimeout(() => apply(), source === 'tx-text' || source === 'mlp-hidden' ? 900 : 400);
+  rebuildAfter(source === 'tx-text' || source === 'mlp-hidden' ? 900 : 400);
 });
 
 wireFiles({
-  plot,
-  send,
-  showError,
+  plot, send, showError,
   showNote: (text) => { ui.share = { ...ui.share, note: text }; },
   runName: () => runs.current?.name,
-  apply: (ms = 0) => {
-    clearTimeout(editTimer);
-    editTimer = setTimeout(() => apply(), ms);
-  },
+  apply: rebuildAfter,
   cancelApply: () => clearTimeout(editTimer),
 });
 
