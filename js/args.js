@@ -43,11 +43,16 @@ export function checkPrompt(prompt) {
   if (typeof prompt !== 'string') throw invalid('prompt', `must be a string, got ${typeof prompt}`);
 }
 
-/** The half-width of the input plane a grid covers (default 1.5); wasm-bindgen would coerce a non-number. */
+/**
+ * The part of the input plane a grid covers, as numbers for the wasm: a half-width (default
+ * 1.5) or an array of bounds. Rust checks the values (planeBox); wasm-bindgen would coerce
+ * anything that is not a number.
+ */
 export function checkExtent(value) {
   const extent = value ?? 1.5;
-  if (typeof extent !== 'number') throw invalid('extent', `must be a number, got ${typeof extent}`);
-  return extent;
+  if (typeof extent === 'number') return [extent];
+  if (Array.isArray(extent) && extent.every((v) => typeof v === 'number')) return extent;
+  throw invalid('extent', `must be a number or an array of numbers, got ${Array.isArray(extent) ? 'an array holding a non-number' : typeof extent}`);
 }
 
 /** An integer in lo..=hi, for the arguments only the JS layer knows (steps, readEvery). */

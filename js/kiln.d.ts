@@ -151,8 +151,12 @@ export interface WeightTensor {
 export interface PredictGridOptions {
   /** Grid side (classification, 1..=512) or number of x values (regression, 2..=65536); default 64. */
   size?: number;
-  /** Half-width of the square (or interval) around the origin; default 1.5. */
-  extent?: number;
+  /**
+   * The part of the input plane: a half-width e (the square [-e, e]², default 1.5),
+   * [xmin, xmax] (y over the same range) or [xmin, xmax, ymin, ymax]; each within ±1e7, each
+   * min below its max. A regression curve uses the x range alone.
+   */
+  extent?: number | [number, number] | [number, number, number, number];
   /** predictGrid only: predict with the copy `quantize()` made (default false). */
   quantized?: boolean;
 }
@@ -160,14 +164,15 @@ export interface PredictGridOptions {
 export interface PredictGrid {
   kind: 'classification' | 'regression';
   size: number;
-  extent: number;
+  /** The box the grid covers, [xmin, xmax, ymin, ymax], from the `extent` asked for. */
+  extent: [number, number, number, number];
   /** Values per cell: the number of classes (1 for regression). */
   classes: number;
   /**
    * classification: (size, size, classes) probabilities, row-major; cell (row, col) is the point
-   * x = -extent + (col + 0.5)·2·extent/size, y = extent − (row + 0.5)·2·extent/size (y down),
-   * and its class c probability is values[(row·size + col)·classes + c].
-   * regression: `size` predictions at x = -extent + i·2·extent/(size − 1).
+   * x = xmin + (col + 0.5)·(xmax − xmin)/size, y = ymax − (row + 0.5)·(ymax − ymin)/size (the
+   * first row is the top), and its class c probability is values[(row·size + col)·classes + c].
+   * regression: `size` predictions at x = xmin + i·(xmax − xmin)/(size − 1).
    */
   values: Float32Array;
 }

@@ -270,18 +270,21 @@ export class Kiln {
   }
 
   /**
-   * A 2-D classifier's probability of every class on a size×size grid of cell centres over
-   * [-extent, extent]² ((size, size, classes), row-major, first row at y = +extent), or a
-   * regression MLP's predictions at `size` evenly spaced x from -extent to +extent.
+   * A 2-D classifier's probability of every class on a size×size grid of cell centres over the
+   * box `extent` names ((size, size, classes), row-major, first row at the top), or a
+   * regression MLP's predictions at `size` evenly spaced x across it.
    */
   async predictGrid(options = {}) {
     const o = checkKeys(options, ['size', 'extent', 'quantized'], 'predictGrid');
     const size = checkU32(o.size ?? 64, 'size');
-    const extent = checkExtent(o.extent);
+    const asked = checkExtent(o.extent);
     const quantized = checkBool(o.quantized, 'quantized');
     const kind = this.info.regression ? 'regression' : 'classification';
     const classes = this.info.regression ? 1 : this.info.classes;
-    return this.#enqueue(async (s) => ({ kind, size, extent, classes, values: await s.predictGrid(size, extent, quantized) }));
+    return this.#enqueue(async (s) => {
+      const extent = Array.from(bindings.planeBox(asked));
+      return { kind, size, extent, classes, values: await s.predictGrid(size, extent, quantized) };
+    });
   }
 
   /** Continues `prompt` with a Llama run (characters the training text contains). */

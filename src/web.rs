@@ -17,6 +17,7 @@ use crate::gpu::Gpu;
 use crate::param_layout::{layout, TensorSlot, UpdateRatio};
 use crate::presets::{preset as preset_config, PRESETS};
 use crate::session::generate::GenerateOptions;
+use crate::session::plane::PlaneBox;
 use crate::session::{Session, METRIC_SLOTS};
 
 #[cfg(feature = "formats")]
@@ -201,6 +202,12 @@ pub fn read_checkpoint(bytes: &[u8]) -> Result<JsValue, JsValue> {
 
 /// Your own points from CSV text (`x,y,label` or `x,target` rows; blank lines, `#` comments and
 /// a header line are skipped): `{inputs, labels | targets, inputDim, classes}`.
+/// `[xmin, xmax, ymin, ymax]` of the plane box `extent` names (see `PlaneBox::new`).
+#[wasm_bindgen(js_name = planeBox)]
+pub fn plane_box(extent: Vec<f64>) -> Result<Vec<f64>, JsValue> {
+    Ok(PlaneBox::new(&extent).map_err(js_error)?.bounds().to_vec())
+}
+
 #[wasm_bindgen(js_name = parsePoints)]
 pub fn parse_points(csv: &str) -> Result<JsValue, JsValue> {
     let points = from_csv_any(csv).map_err(js_error)?;
@@ -312,9 +319,10 @@ impl WebSession {
 
     /// Class probabilities on a grid, or a fitted curve: see `Session::predict_grid`.
     #[wasm_bindgen(js_name = predictGrid)]
-    pub async fn predict_grid(&self, size: u32, extent: f64, quantized: bool) -> Result<Float32Array, JsValue> {
+    pub async fn predict_grid(&self, size: u32, extent: Vec<f64>, quantized: bool) -> Result<Float32Array, JsValue> {
         let params = self.session.weights_for(quantized).map_err(js_error)?;
-        let values = self.session.predict_grid_with(params, size as usize, extent).await.map_err(js_error)?;
+        let extent = PlaneBox::new(&extent).map_err(js_error)?;
+        let values = self.session.predict_grid_with(params, size as usize, &extent).await.map_err(js_error)?;
         Ok(Float32Array::from(values.as_slice()))
     }
 
@@ -334,8 +342,9 @@ impl WebSession {
 
     /// `NeuronOutputs`: every neuron's output over the input plane (an MLP), one forward pass.
     #[wasm_bindgen(js_name = neuronOutputs)]
-    pub async fn neuron_outputs(&self, size: u32, extent: f64) -> Result<JsValue, JsValue> {
-        numbers_to_js(&self.session.neuron_outputs(size as usize, extent).await.map_err(js_error)?)
+    pub async fn neuron_outputs(&self, size: u32, extent: Vec<f64>) -> Result<JsValue, JsValue> {
+        let extent = PlaneBox::new(&extent).map_err(js_error)?;
+        numbers_to_js(&self.session.neuron_outputs(size as usize, &extent).await.map_err(js_error)?)
     }
 
     /// `AttentionMaps`: every layer's and head's attention over the prompt (a Llama).

@@ -8,6 +8,7 @@ use kiln::kernels::elementwise::Activation;
 use kiln::model::llama::LlamaConfig;
 use kiln::model::mlp::MlpConfig;
 use kiln::model::ModelConfig;
+use kiln::session::plane::PlaneBox;
 use kiln::session::Session;
 use kiln::{ErrorCode, Gpu, KilnError};
 
@@ -43,7 +44,7 @@ fn own_points_give_every_class_probability_on_the_grid() {
     let mut s = session(three_classes()).expect("a 3-class run on your own points");
     pollster::block_on(async {
         s.train(20).unwrap();
-        let grid = s.predict_grid(8, 1.0).await.unwrap();
+        let grid = s.predict_grid(8, &PlaneBox::square(1.0).unwrap()).await.unwrap();
         assert_eq!(grid.len(), 8 * 8 * 3);
         for cell in grid.chunks_exact(3) {
             let sum: f32 = cell.iter().sum();
@@ -53,6 +54,25 @@ fn own_points_give_every_class_probability_on_the_grid() {
         let e = s.evaluate(true).await.unwrap();
         assert_eq!((e.scored, e.available), (30, 30), "every validation point is scored");
     });
+}
+
+#[test]
+fn a_plane_box_is_a_square_a_range_or_four_bounds_and_bad_ones_name_the_value() {
+    assert_eq!(PlaneBox::new(&[1.5]).unwrap().bounds(), [-1.5, 1.5, -1.5, 1.5]);
+    assert_eq!(PlaneBox::new(&[2.0, 4.0]).unwrap().bounds(), [2.0, 4.0, 2.0, 4.0]);
+    assert_eq!(PlaneBox::new(&[2.0, 4.0, -1.0, 0.5]).unwrap().bounds(), [2.0, 4.0, -1.0, 0.5]);
+    let refused = |values: &[f64], field: &str, says: &str| {
+        let e = PlaneBox::new(values).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidInput, "{values:?}");
+        assert!(e.to_string().contains(&format!("`{field}`")) && e.to_string().contains(says), "{values:?}: {e}");
+    };
+    refused(&[], "extent", "got 0 numbers");
+    refused(&[1.0, 2.0, 3.0], "extent", "[xmin, xmax, ymin, ymax]");
+    refused(&[0.0], "extent", "above 0");
+    refused(&[4.0, 2.0], "extent", "xmin (4) must be below xmax (2)");
+    refused(&[0.0, 1.0, 1.0, 1.0], "extent", "ymin (1) must be below ymax (1)");
+    refused(&[0.0, f64::NAN], "extent[1]", "finite");
+    refused(&[0.0, 1.0, -2e7, 1.0], "extent[2]", "within ±10000000");
 }
 
 #[test]

@@ -9,6 +9,7 @@ use kiln::model::llama::LlamaConfig;
 use kiln::model::mlp::MlpConfig;
 use kiln::model::ModelConfig;
 use kiln::session::inspect::Distribution;
+use kiln::session::plane::PlaneBox;
 use kiln::session::Session;
 use kiln::Gpu;
 
@@ -47,12 +48,14 @@ fn neuron_outputs_are_the_forward_pass_at_every_point() {
     s.train(20).unwrap();
     pollster::block_on(async {
         let size = 12;
-        let n = s.neuron_outputs(size, 1.5).await.unwrap();
+        // A box away from the origin, wider than tall, as a user's own points may need.
+        let plane = PlaneBox::new(&[2.0, 4.0, -1.0, 0.5]).unwrap();
+        let n = s.neuron_outputs(size, &plane).await.unwrap();
         let names: Vec<&str> = n.layers.iter().map(|l| l.name.as_str()).collect();
         assert_eq!(names, ["input", "layer0", "layer1", "output"]);
         assert_eq!((n.points, n.layers.iter().map(|l| l.neurons).collect::<Vec<_>>()), (size * size, vec![2, 40, 3, 2]));
         // The output neurons are predict_grid's probabilities, transposed.
-        let grid = s.predict_grid(size, 1.5).await.unwrap();
+        let grid = s.predict_grid(size, &plane).await.unwrap();
         let out = &n.layers[3].values;
         assert!((0..size * size).all(|p| (0..2).all(|c| out[c * size * size + p] == grid[p * 2 + c])), "output layer differs from predict_grid");
         // Hidden layers: tanh(x·W0ᵀ + b0) in f64 from the weights read back (f32 matmul of 2 terms: 1e-5).
@@ -60,6 +63,12 @@ fn neuron_outputs_are_the_forward_pass_at_every_point() {
         let at = |name: &str| s.params.entries.iter().find(|e| e.spec.name == name).map(|e| &w[e.offset..e.offset + e.elements()]).unwrap();
         let (w0, b0) = (at("layer0.weight"), at("layer0.bias"));
         let inputs = &n.layers[0].values;
+        // Cell centres, row by row from the top: x steps 2/12 from 2 + 1/12, y 1.5/12 down from 0.5 - 0.75/12.
+        let point = |p: usize| (inputs[p], inputs[size * size + p]);
+        let centre = |col: usize, row: usize| ((2.0 + (col as f64 + 0.5) / 6.0) as f32, (0.5 - (row as f64 + 0.5) * 0.125) as f32);
+        for (p, col, row) in [(0, 0, 0), (5, 5, 0), (size, 0, 1), (size * size - 1, size - 1, size - 1)] {
+            assert_eq!(point(p), centre(col, row), "input point {p}");
+        }
         for p in [0, 17, size * size - 1] {
             let (x, y) = (inputs[p] as f64, inputs[size * size + p] as f64);
             for j in [0, 39] {
@@ -68,7 +77,7 @@ fn neuron_outputs_are_the_forward_pass_at_every_point() {
                 assert!((got - want).abs() < 1e-5, "neuron {j} at point {p}: {got} vs {want}");
             }
         }
-        assert!(s.neuron_outputs(600, 1.5).await.unwrap_err().to_string().contains("`size`"));
+        assert!(s.neuron_outputs(600, &plane).await.unwrap_err().to_string().contains("`size`"));
     });
 }
 

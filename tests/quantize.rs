@@ -12,6 +12,7 @@ use kiln::model::mlp::MlpConfig;
 use kiln::model::ModelConfig;
 use kiln::quantize::QuantizeOptions;
 use kiln::session::generate::GenerateOptions;
+use kiln::session::plane::PlaneBox;
 use kiln::session::Session;
 use kiln::Gpu;
 use safetensors::tensor::TensorView;
@@ -50,7 +51,8 @@ fn an_mlp_quantized_to_8_bits_scores_like_the_original_and_comes_back_from_its_f
         assert!((q.accuracy.unwrap() - full.accuracy.unwrap()).abs() <= 0.005, "accuracy {:?} → {:?}", full.accuracy, q.accuracy);
         assert_eq!(full, s.evaluate(true).await.unwrap(), "the run's own weights are untouched");
         // The copy predicts through its own weights.
-        let (a, b) = (s.predict_grid(8, 1.5).await.unwrap(), s.predict_grid_with(s.weights_for(true).unwrap(), 8, 1.5).await.unwrap());
+        let plane = PlaneBox::square(1.5).unwrap();
+        let (a, b) = (s.predict_grid(8, &plane).await.unwrap(), s.predict_grid_with(s.weights_for(true).unwrap(), 8, &plane).await.unwrap());
         assert!(a != b && a.iter().zip(&b).all(|(x, y)| (x - y).abs() < 0.05), "quantized probabilities stay close but differ");
 
         let file = s.quantized_file().unwrap();

@@ -46,7 +46,7 @@ window.kilnPage = {
     heatmaps: heat.tiles.size, hasGrid: !!plot.grid, error: ui.configError || null, linkError: ui.linkError || null,
     hidden: !!state.hidden, lastWeights: state.lastWeights, recoveries: state.recoveries, gpuNotice: ui.gpuNotice || null,
     sampleError: ui.sampleError || null, cpuNotice: ui.cpuNotice || null, status: ui.status.text,
-    kept: runs.summary(), inside: inside.summary(), quantized: quant.summary(), lossScale: lossScale.summary(), prompt: $('sample-prompt').value, nextTokens: ui.nextTokens, grid: plot.grid ? { size: plot.grid.size, classes: plot.grid.classes } : null,
+    kept: runs.summary(), inside: inside.summary(), quantized: quant.summary(), lossScale: lossScale.summary(), prompt: $('sample-prompt').value, nextTokens: ui.nextTokens, grid: plot.grid ? { size: plot.grid.size, classes: plot.grid.classes, extent: plot.grid.extent } : null, view: plot.extent,
   }),
 };
 

@@ -84,6 +84,22 @@ async function main() {
       await until(page, () => window.kilnPage.summary().info?.regression === true && window.kilnPage.summary().error === null, null, 'a regression run on the pasted points', 60_000);
     });
 
+    await test('points away from the origin get a view fitted to them, and the boundary over it', page, async () => {
+      // x in [2, 4], y in [10, 16]: a view centred on the origin would be [-17.6, 17.6]², with
+      // the points in one small corner of it.
+      const far = Array.from({ length: 40 }, (_, i) => `${2 + (i % 10) / 4.5},${10 + Math.floor(i / 10) * 2},${i % 10 < 5 ? 0 : 1}`);
+      await page.fill('#csv-text', far.join('\n'));
+      await page.click('#csv-use');
+      await until(page, () => window.kilnPage.summary().info?.config?.data?.points?.csv?.startsWith('2,10,0'), null, 'a run on the far points', 60_000);
+      // The view pads the points' range by a tenth each side: x [1.8, 4.2], y [9.4, 16.6].
+      const [x0, x1, y0, y1] = (await summary(page)).view;
+      const near = (a, b) => Math.abs(a - b) < 1e-9;
+      assert(near(x0, 1.8) && near(x1, 4.2) && near(y0, 9.4) && near(y1, 16.6), `view ${[x0, x1, y0, y1]}`);
+      // The worker's next grid covers that view (predictGrid over the box, from Rust).
+      await until(page, () => { const s = window.kilnPage.summary(); return s.grid?.extent?.join() === s.view.join(); }, null, 'a boundary over the fitted view', 60_000);
+      await page.screenshot({ path: path.join(OUT, 'own-points-far.png') });
+    });
+
     const unexpected = errors.filter((e) => !/favicon/.test(e));
     await test('no uncaught page errors', null, async () => {
       assert(unexpected.length === 0, `page errors: ${unexpected.slice(0, 3).join(' | ')}`);

@@ -126,15 +126,25 @@ await check('weights, updateRatios, dataset, predictGrid', async () => {
   assert(d.validation.labels.length === 400, 'validation split');
   await rejects(run.predictGrid({ size: 1000 }), '`size`', 'grid too large');
   await rejects(run.predictGrid({ sizes: 4 }), '`sizes`', 'unknown option');
+  // The box a grid covers: a half-width (default 1.5), or bounds; Rust names a bad one.
+  assert((await run.predictGrid({ size: 2 })).extent.join() === '-1.5,1.5,-1.5,1.5', 'the default box');
+  const box = await run.predictGrid({ size: 4, extent: [2, 4, -1, 0.5] });
+  assert(box.extent.join() === '2,4,-1,0.5' && box.values.length === 32, `a box's grid: ${box.extent}`);
+  await rejects(run.predictGrid({ extent: [4, 2] }), 'xmin (4) must be below xmax (2)', 'a reversed range');
+  const nan = await rejects(run.predictGrid({ extent: [0, NaN] }), '`extent[1]`', 'a NaN bound');
+  assert(nan.code === 'invalid-input' && nan.field === 'extent[1]', `${nan.code} ${nan.field}`);
+  await rejects(run.predictGrid({ extent: '2' }), '`extent`', 'a string box');
   await rejects(run.generate('hi'), 'Llama', 'generate on an MLP');
 });
 
 await check('look inside an MLP: neuronOutputs and inspect', async () => {
-  const n = await run.neuronOutputs({ size: 8 });
+  const n = await run.neuronOutputs({ size: 8, extent: [2, 4, -1, 0.5] });
+  // The first cell's centre: x = 2 + 0.5 · 2/8, y = 0.5 − 0.5 · 1.5/8 (both exact in f32).
+  assert(n.layers[0].values[0] === 2.125 && n.layers[0].values[64] === 0.40625, `first point ${n.layers[0].values[0]}, ${n.layers[0].values[64]}`);
   assert(n.points === 64 && n.layers.map((l) => `${l.name}:${l.neurons}`).join() === 'input:2,layer0:16,layer1:16,output:2', JSON.stringify(n.layers.map((l) => l.name)));
   assert(n.layers.every((l) => l.values.length === l.neurons * 64), 'values are (neurons, points)');
   // The output neurons are predictGrid's class probabilities.
-  const g = await run.predictGrid({ size: 8 });
+  const g = await run.predictGrid({ size: 8, extent: [2, 4, -1, 0.5] });
   assert(n.layers[3].values.every((v, i) => Math.abs(v - g.values[(i % 64) * 2 + Math.floor(i / 64)]) < 1e-6), 'outputs match predictGrid');
   const stats = await run.inspect({ bins: 16 });
   assert(stats.tensors.length === 6 && stats.tensors.every((t) => t.weights.counts.length === 16 && t.grads.quantiles.length === 9), 'six tensors, 16 bins, 9 quantiles');

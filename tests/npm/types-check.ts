@@ -60,6 +60,7 @@ export async function documented(gpu: { requestAdapter(options?: object): Promis
   const f: Float32Array = w[0].data;
   const r: UpdateRatio[] = await run.updateRatios();
   const g: PredictGrid = await run.predictGrid({ size: 32, extent: 2 });
+  const [xmin, xmax, ymin, ymax]: [number, number, number, number] = (await run.predictGrid({ extent: [2, 4, -1, 0.5] })).extent;
   const neurons: NeuronOutputs = await run.neuronOutputs({ size: 16 });
   const firstHidden: number[] = neurons.layers[1].values;
   const maps: AttentionMaps = await run.attentionMaps('In the');
@@ -121,6 +122,8 @@ export async function rejected(run: Kiln): Promise<void> {
   await run.train({ steps: '10' });
   // @ts-expect-error unknown option
   await run.predictGrid({ sizes: 4 });
+  // @ts-expect-error a box has 2 or 4 bounds
+  await run.predictGrid({ extent: [0, 1, 2] });
   // @ts-expect-error unknown event
   run.on('done', () => {});
   // @ts-expect-error the model is mlp or llama

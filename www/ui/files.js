@@ -7,12 +7,15 @@ import { ToWorker } from './protocol.js';
 
 const $ = (id) => document.getElementById(id);
 
-/** The user's own points, drawn before a run exists for them. */
-export function showCustomPoints(plot) {
+/**
+ * The user's own points, drawn before a run exists for them: in the view as it is while they
+ * click, or (`fit`) in one fitted to them, for points read from a CSV.
+ */
+export function showCustomPoints(plot, fit = false) {
   const regression = form.custom.kind === 'regression';
   const p = form.custom.points;
   plot.setPoints(p.map((q) => q.x), p.map((q) => q.y), regression ? null : p.map((q) => q.label), {
-    regression, classes: 10, keepExtent: true,
+    regression, classes: 10, keepExtent: !fit,
   });
   plot.clearGrid();
   $('custom-count').textContent = `${p.length} points`;
@@ -42,7 +45,7 @@ export function onParsedPoints(points, { plot, apply }) {
   form.setParsedPoints(csv, points, file);
   $('pt-task').value = 'custom';
   form.syncVisibility();
-  showCustomPoints(plot);
+  showCustomPoints(plot, true);
   if (applyAfter) apply(0);
 }
 

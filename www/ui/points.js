@@ -11,23 +11,41 @@ function rgb(hex) {
 }
 const CLASS_RGB = CLASS_COLORS.map(rgb);
 
+/** [lo, hi] of the values with `pad` of their span (at least 0.1) beyond each end; null if none. */
+function fittedRange(values, pad) {
+  let [lo, hi] = [Infinity, -Infinity];
+  for (const v of values) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
+  if (!Number.isFinite(lo)) return null;
+  const margin = Math.max((hi - lo) * pad, 0.1);
+  return [lo - margin, hi + margin];
+}
+
+/** The half-width of a view centred on the origin: 1.1 × the largest |value|, at least 1.1. */
+function centredHalfWidth(values) {
+  let e = 1.1;
+  for (const v of values) e = Math.max(e, Math.abs(v) * 1.1);
+  return e;
+}
+
 /**
- * The view [xmin, xmax, ymin, ymax] around the points. x is always symmetric, [-e, e], because
- * predictGrid evaluates the model over [-e, e] (and [-e, e]² for 2-D data); a 2-D view is that
- * square, a regression view fits y to the targets.
+ * The view [xmin, xmax, ymin, ymax] around the points, which predictGrid then covers. Data
+ * around the origin (every preset) gets a view centred on it — a square for 2-D points; data
+ * off to one side, where that view would be over twice the size the points need (a CSV with x
+ * in [2, 4], say), gets a view fitted to it, each axis on its own. A regression fits y to the
+ * targets.
  */
 export function extentOf(xs, ys, regression) {
-  let e = 1.1;
-  let [y0, y1] = [Infinity, -Infinity];
-  for (let i = 0; i < xs.length; i++) {
-    e = Math.max(e, Math.abs(xs[i]) * 1.1);
-    if (!regression) e = Math.max(e, Math.abs(ys[i]) * 1.1);
-    y0 = Math.min(y0, ys[i]); y1 = Math.max(y1, ys[i]);
+  const span = (r) => r[1] - r[0];
+  if (regression) {
+    const e = centredHalfWidth(xs);
+    const fx = fittedRange(xs, 0.1);
+    const [x0, x1] = fx && 2 * e > 2 * span(fx) ? fx : [-e, e];
+    return [x0, x1, ...(fittedRange(ys, 0.12) ?? [-1, 1])];
   }
-  if (!regression) return [-e, e, -e, e];
-  if (!Number.isFinite(y0)) [y0, y1] = [-1, 1];
-  const my = Math.max((y1 - y0) * 0.12, 0.1);
-  return [-e, e, y0 - my, y1 + my];
+  const e = Math.max(centredHalfWidth(xs), centredHalfWidth(ys));
+  const [fx, fy] = [fittedRange(xs, 0.1), fittedRange(ys, 0.1)];
+  if (fx && (2 * e) ** 2 > 2 * span(fx) * span(fy)) return [...fx, ...fy];
+  return [-e, e, -e, e];
 }
 
 /** About `count` round values in [lo, hi]: multiples of 1, 2 or 5 × 10^k. */
@@ -71,7 +89,9 @@ export class PointsPlot {
     this.regression = regression;
     this.classes = classes;
     if (!keepExtent) {
-      this.extent = extentOf(xs, ys, regression);
+      // The view covers the held-out points too.
+      const withHeld = (a, b) => (b ? [...a, ...b] : a);
+      this.extent = extentOf(withHeld(xs, held?.xs), withHeld(ys, held?.ys), regression);
       this.grid = null;
     }
     this.draw();
@@ -82,9 +102,9 @@ export class PointsPlot {
     this.draw();
   }
 
-  /** The grid that predictGrid should evaluate: `size` cells a side over [-e, e]². */
+  /** The grid that predictGrid should evaluate: `size` cells a side over the view. */
   gridRequest(size) {
-    return { size, extent: this.extent[1] };
+    return { size, extent: this.extent };
   }
 
   setGrid(grid) {
@@ -159,7 +179,7 @@ export class PointsPlot {
       // Confidence from chance (1/k) to certain (1) sets the strength.
       const a = clamp((values[cell * k + best] - 1 / k) / (1 - 1 / k)) * 0.55 + 0.1;
       const c = CLASS_RGB[best % CLASS_RGB.length];
-      // predictGrid's first row is y = +extent: the image's top row.
+      // predictGrid's first row is the top of its box: the image's top row.
       const o = cell * 4;
       img.data[o] = Math.round(255 + (c[0] - 255) * a);
       img.data[o + 1] = Math.round(255 + (c[1] - 255) * a);
@@ -173,14 +193,14 @@ export class PointsPlot {
   }
 
   drawCurve() {
-    const { size, values, extent } = this.grid;
+    const { size, values, extent: [x0, x1] } = this.grid;
     const { ctx } = this;
     ctx.strokeStyle = '#d62728';
     ctx.lineWidth = 2.5;
     ctx.beginPath();
     for (let i = 0; i < values.length; i++) {
-      // predictGrid's curve samples x at -extent … +extent, both ends included.
-      const x = -extent + (i * 2 * extent) / Math.max(1, size - 1);
+      // predictGrid's curve samples x from xmin to xmax, both ends included.
+      const x = x0 + (i * (x1 - x0)) / Math.max(1, size - 1);
       const [px, py] = this.toPx(x, values[i]);
       if (i === 0) ctx.moveTo(px, py);
       else ctx.lineTo(px, py);
