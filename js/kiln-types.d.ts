@@ -87,7 +87,22 @@ validation_fraction: number,
 /**
  * The user's own points as CSV lines `x,y,label` (label 0..=9) or `x,target`: task `custom`.
  */
-csv?: string, };
+csv?: string, 
+/**
+ * Standardize each input column by the training split's mean and standard deviation
+ * (data/scaling.rs); default false: the inputs as given.
+ */
+standardize?: boolean, };
+
+export type InputScaling = { 
+/**
+ * (input_dim) the training split's mean of each input column
+ */
+mean: Array<number>, 
+/**
+ * (input_dim) its standard deviation; 1 for a column that never changes
+ */
+std: Array<number>, };
 
 export type TextData = { 
 /**
@@ -336,6 +351,11 @@ tokensPerStep: number,
  * The most validation tokens one `evaluate` call scores (its `maxTokens` limit).
  */
 maxEvalTokens: number, 
+/**
+ * An MLP with `data.points.standardize`: the mean and standard deviation of each input
+ * column (from the training split) that the network's inputs are standardized with.
+ */
+inputScaling: InputScaling | null, 
 /**
  * The validated config, every default filled in.
  */

@@ -5,6 +5,7 @@
 use serde::Serialize;
 
 use crate::config::{DataConfig, SessionConfig};
+use crate::data::scaling::InputScaling;
 use crate::gpu::AdapterSummary;
 use crate::model::ModelConfig;
 use crate::session::Session;
@@ -46,6 +47,9 @@ pub struct RunInfo {
     pub tokens_per_step: usize,
     /// The most validation tokens one `evaluate` call scores (its `maxTokens` limit).
     pub max_eval_tokens: usize,
+    /// An MLP with `data.points.standardize`: the mean and standard deviation of each input
+    /// column (from the training split) that the network's inputs are standardized with.
+    pub input_scaling: Option<InputScaling>,
     /// The validated config, every default filled in.
     pub config: SessionConfig,
 }
@@ -77,6 +81,7 @@ impl RunInfo {
             examples_per_step,
             tokens_per_step: examples_per_step * context,
             max_eval_tokens: crate::session::evaluate::MAX_EVAL_TOKENS,
+            input_scaling: s.data.scaling().cloned(),
             config: s.cfg.clone(),
         }
     }
@@ -106,6 +111,7 @@ mod typescript {
             data::PointTask::decl(),
             data::sequence::SequenceTask::decl(),
             config::PointData::decl(),
+            data::scaling::InputScaling::decl(),
             config::TextData::decl(),
             config::SequenceData::decl(),
             config::DataConfig::decl(),

@@ -30,6 +30,15 @@ pub struct PointData {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(test, ts(optional))]
     pub csv: Option<String>,
+    /// Standardize each input column by the training split's mean and standard deviation
+    /// (data/scaling.rs); default false: the inputs as given.
+    #[serde(default, skip_serializing_if = "is_false")]
+    #[cfg_attr(test, ts(as = "Option<_>", optional))]
+    pub standardize: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !b
 }
 
 fn default_points() -> usize {

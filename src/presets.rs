@@ -40,7 +40,7 @@ pub fn preset(name: &str) -> Option<SessionConfig> {
     let outputs = if task.is_regression() { 1 } else { 2 };
     Some(SessionConfig {
         model: ModelConfig::Mlp(MlpConfig { input_dim: task.input_dim(), hidden, output_dim: outputs, activation: act }),
-        data: DataConfig::Points(PointData { task, points: 2000, noise: 0.03, validation_fraction: 0.2, csv: None }),
+        data: DataConfig::Points(PointData { task, points: 2000, noise: 0.03, validation_fraction: 0.2, csv: None, standardize: false }),
         batch,
         optimizer: OptimConfig { lr, ..OptimConfig::default() },
         seed: 1,

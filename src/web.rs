@@ -254,7 +254,7 @@ impl WebSession {
             return Ok(out.into());
         }
         set(&out, "kind", &"points".into())?;
-        if let (Some(train), Some(validation)) = (self.session.data.points(false), self.session.data.points(true)) {
+        if let (Some(train), Some(validation)) = (self.session.data.given_points(false), self.session.data.given_points(true)) {
             write_points(&out, train)?;
             let split = Object::new();
             write_points(&split, validation)?;

@@ -32,6 +32,7 @@ fn three_classes() -> SessionConfig {
             noise: 0.0,
             validation_fraction: 0.25,
             csv: Some(format!("x,y,label\n# three rings\n{csv}")),
+            standardize: false,
         }),
         batch: 32,
         optimizer: Default::default(),
@@ -163,4 +164,47 @@ fn too_few_points_name_the_csv() {
     }
     let err = session(cfg).err().expect("3 points are too few");
     assert_eq!(err.to_string(), "invalid `data.points.csv`: at least 4 points are needed, got 3");
+}
+
+/// An XOR of 200 points away from the origin: x in [2, 4], y in [10, 16].
+fn far_xor(standardize: bool) -> SessionConfig {
+    let rows: Vec<String> = (0..200)
+        .map(|i| {
+            let (x, y) = (2.0 + (i % 20) as f64 / 9.5, 10.0 + (i / 20) as f64 / 1.5);
+            format!("{x},{y},{}", u8::from((x - 3.0) * (y - 13.0) > 0.0))
+        })
+        .collect();
+    let mut cfg = kiln::presets::preset("mlp-spiral").unwrap();
+    let points = PointData { task: PointTask::Custom, points: 0, noise: 0.0, validation_fraction: 0.2, csv: Some(rows.join("\n")), standardize };
+    cfg.data = DataConfig::Points(points);
+    cfg
+}
+
+#[test]
+fn standardized_inputs_train_far_points_and_keep_them_as_given() {
+    let mut s = session(far_xor(true)).unwrap();
+    let plain = session(far_xor(false)).unwrap();
+    let scaling = s.data.scaling().expect("the run standardizes").clone();
+    // The network's training inputs have mean 0 and standard deviation 1 in each column
+    // (f32 values of ~1: 1e-5 covers their rounding).
+    let seen = s.data.points(false).unwrap();
+    for c in 0..2 {
+        let col: Vec<f64> = seen.inputs.iter().skip(c).step_by(2).map(|&v| v as f64).collect();
+        let mean = col.iter().sum::<f64>() / col.len() as f64;
+        let var = col.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / col.len() as f64;
+        assert!(mean.abs() < 1e-5 && (var - 1.0).abs() < 1e-5, "column {c}: mean {mean}, variance {var}");
+    }
+    // Shown and exported as given: the same split as the run without standardization.
+    assert_eq!(s.data.given_points(false), plain.data.points(false));
+    assert!(plain.data.scaling().is_none());
+    pollster::block_on(async {
+        // The plane's box is in the given coordinates; the network sees them standardized.
+        let n = s.neuron_outputs(4, &PlaneBox::new(&[2.0, 4.0, 10.0, 16.0]).unwrap()).await.unwrap();
+        let first = |c: usize| n.layers[0].values[c * 16];
+        assert_eq!((first(0), first(1)), ((2.25 - scaling.mean[0]) / scaling.std[0], (15.25 - scaling.mean[1]) / scaling.std[1]));
+        // And it learns the XOR (seeded, so the same every run).
+        s.train(300).unwrap();
+        let e = s.evaluate(true).await.unwrap();
+        assert!(e.accuracy.unwrap() >= 0.95, "standardized: validation accuracy {:?}", e.accuracy);
+    });
 }

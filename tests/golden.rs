@@ -59,7 +59,14 @@ fn mlp_points_csv() -> String {
 fn mlp_config() -> SessionConfig {
     SessionConfig {
         model: ModelConfig::Mlp(MlpConfig { input_dim: 2, hidden: vec![8, 8], output_dim: 3, activation: Activation::Tanh }),
-        data: DataConfig::Points(PointData { task: PointTask::Custom, points: 0, noise: 0.0, validation_fraction: 0.2, csv: Some(mlp_points_csv()) }),
+        data: DataConfig::Points(PointData {
+            task: PointTask::Custom,
+            points: 0,
+            noise: 0.0,
+            validation_fraction: 0.2,
+            csv: Some(mlp_points_csv()),
+            standardize: false,
+        }),
         batch: 16,
         optimizer: OptimConfig { lr: 0.05, weight_decay: 0.1, clip: 0.5, ..OptimConfig::default() },
         seed: 5,

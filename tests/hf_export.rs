@@ -87,7 +87,7 @@ fn a_llama_exports_as_a_transformers_folder() {
         let unused: Vec<u64> = (corpus.chars.len() as u64..40).collect();
         assert_eq!(json("generation_config.json")["suppress_tokens"], serde_json::json!(unused), "greedy never picks an id the text lacks");
     });
-    let points = PointData { task: PointTask::Xor, points: 100, noise: 0.0, validation_fraction: 0.2, csv: None };
+    let points = PointData { task: PointTask::Xor, points: 100, noise: 0.0, validation_fraction: 0.2, csv: None, standardize: false };
     let mlp = session(ModelConfig::Mlp(MlpConfig { input_dim: 2, hidden: vec![4], output_dim: 2, activation: Activation::Relu }), DataConfig::Points(points));
     let err = pollster::block_on(mlp.export_hf()).unwrap_err();
     assert!(err.to_string().contains("`model`") && err.to_string().contains("Llama"), "{err}");
@@ -160,7 +160,7 @@ fn an_exported_folder_imports_back_exactly_and_what_kiln_cannot_hold_is_refused(
 
 #[test]
 fn an_mlp_exports_as_a_pytorch_sequential_with_its_data() {
-    let points = PointData { task: PointTask::Xor, points: 100, noise: 0.0, validation_fraction: 0.2, csv: None };
+    let points = PointData { task: PointTask::Xor, points: 100, noise: 0.0, validation_fraction: 0.2, csv: None, standardize: false };
     let mut s =
         session(ModelConfig::Mlp(MlpConfig { input_dim: 2, hidden: vec![4, 3], output_dim: 2, activation: Activation::Tanh }), DataConfig::Points(points));
     s.train(3).unwrap();

@@ -124,7 +124,7 @@ fn a_foreign_llama_imports_with_its_text_in_its_own_token_order() {
 
 #[test]
 fn an_mlp_export_imports_back_exactly() {
-    let points = PointData { task: PointTask::Circles, points: 120, noise: 0.05, validation_fraction: 0.25, csv: None };
+    let points = PointData { task: PointTask::Circles, points: 120, noise: 0.05, validation_fraction: 0.25, csv: None, standardize: false };
     let mlp = MlpConfig { input_dim: 2, hidden: vec![5, 3], output_dim: 2, activation: Activation::Silu };
     let mut s = export_folders::session(ModelConfig::Mlp(mlp), DataConfig::Points(points), 3);
     s.train(5).unwrap();

@@ -20,7 +20,7 @@ fn session(model: ModelConfig, data: DataConfig, batch: usize) -> Session {
 
 /// Widths over 32 take the layer-by-layer pass, which keeps each hidden activation.
 fn mlp(hidden: Vec<usize>) -> Session {
-    let points = PointData { task: PointTask::Circles, points: 200, noise: 0.05, validation_fraction: 0.2, csv: None };
+    let points = PointData { task: PointTask::Circles, points: 200, noise: 0.05, validation_fraction: 0.2, csv: None, standardize: false };
     session(ModelConfig::Mlp(MlpConfig { input_dim: 2, hidden, output_dim: 2, activation: Activation::Tanh }), DataConfig::Points(points), 32)
 }
 

@@ -25,7 +25,7 @@ fn session(model: ModelConfig, data: DataConfig, batch: usize) -> Session {
 
 /// Hidden widths of 64: layer1 (64×64) and layer2 (2×64) split into whole groups; layer0 (64×2) does not.
 fn mlp() -> Session {
-    let points = PointData { task: PointTask::Circles, points: 400, noise: 0.05, validation_fraction: 0.25, csv: None };
+    let points = PointData { task: PointTask::Circles, points: 400, noise: 0.05, validation_fraction: 0.25, csv: None, standardize: false };
     session(ModelConfig::Mlp(MlpConfig { input_dim: 2, hidden: vec![64, 64], output_dim: 2, activation: Activation::Tanh }), DataConfig::Points(points), 64)
 }
 

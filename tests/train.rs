@@ -16,7 +16,7 @@ fn config(task: PointTask, hidden: Vec<usize>, act: Activation) -> SessionConfig
     let outputs = if task.is_regression() { 1 } else { 2 };
     SessionConfig {
         model: ModelConfig::Mlp(MlpConfig { input_dim: task.input_dim(), hidden, output_dim: outputs, activation: act }),
-        data: DataConfig::Points(PointData { task, points: 1000, noise: 0.02, validation_fraction: 0.2, csv: None }),
+        data: DataConfig::Points(PointData { task, points: 1000, noise: 0.02, validation_fraction: 0.2, csv: None, standardize: false }),
         batch: 128,
         optimizer: OptimConfig { lr: 0.02, ..OptimConfig::default() },
         seed: 7,

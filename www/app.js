@@ -131,7 +131,7 @@ function onCreated({ info, dataset, config, origin, share }) {
   ui.sample = null;
   ui.nextTokens = null;
   ui.sampleError = '';
-  showDataset(config, dataset);
+  showDataset(config, dataset, info.inputScaling);
   if (llama && fitPrompt(dataset, info.task !== 'text')) sendView();
   ui.cpuNotice = cpuAdvice(info);
   const url = new URL(location.href);
@@ -143,7 +143,7 @@ function onCreated({ info, dataset, config, origin, share }) {
   updateButtons();
 }
 
-function showDataset(config, ds) {
+function showDataset(config, ds, scaling) {
   if (config.model.llama) {
     const v = ds?.vocab?.length;
     ui.excerpt = { text: ds?.excerpt?.slice(0, 600) ?? '', title: v ? `${v} distinct characters, ${ds.length?.toLocaleString('en-US')} in all` : '' };
@@ -151,7 +151,7 @@ function showDataset(config, ds) {
   }
   const regression = config.model.mlp.output_dim === 1;
   const classes = config.model.mlp.output_dim;
-  Object.assign(ui, dataCardText(regression, classes, [ds, ds?.validation]));
+  Object.assign(ui, dataCardText(regression, classes, [ds, ds?.validation], scaling));
   const train = plotColumns(ds, regression);
   if (!train) {
     plot.setPoints([], [], null, { regression, classes });

@@ -1,7 +1,7 @@
 //! `kiln`: the native command line.
 //!   kiln info                      the GPU adapter Kiln trains on
 //!   kiln presets                   the presets `train` accepts
-//!   kiln train <preset> [--steps N] [--seed S] [--save FILE] [--f16] [--short-conv] [--mixed] [--resume FILE]
+//!   kiln train <preset> [--steps N] [--seed S] [--save FILE] [--f16] [--short-conv] [--mixed] [--standardize] [--resume FILE]
 //!   kiln quantize <checkpoint> [--bits 8|4] [--group 32|64|128] [--out FILE]
 //!   kiln eval <checkpoint or quantized file>   validation loss (and a sample for a Llama)
 //!   kiln export <checkpoint> --to DIR          a Llama as a Hugging Face folder, an MLP as PyTorch
@@ -13,6 +13,7 @@ mod cli {
     use std::time::Instant;
 
     use indicatif::{ProgressBar, ProgressStyle};
+    use kiln::config::DataConfig;
     use kiln::model::llama::Precision;
     use kiln::model::ModelConfig;
     use kiln::presets::{preset, PRESETS};
@@ -33,7 +34,7 @@ mod cli {
             }
             Some("config") => config(args.get(1).map(String::as_str)),
             Some("-h" | "--help" | "help") => {
-                println!("kiln info | kiln presets | kiln train <preset> [--steps N] [--seed S] [--save FILE] [--f16] [--short-conv] [--mixed] [--resume FILE] | kiln quantize <checkpoint> [--bits 8|4] [--group 32|64|128] [--out FILE] | kiln eval <file> | kiln export <checkpoint> --to DIR | kiln import DIR [--save FILE] | kiln bench [--quick] [--scaling | --mixed] [--seconds S] [--json FILE]");
+                println!("kiln info | kiln presets | kiln train <preset> [--steps N] [--seed S] [--save FILE] [--f16] [--short-conv] [--mixed] [--standardize] [--resume FILE] | kiln quantize <checkpoint> [--bits 8|4] [--group 32|64|128] [--out FILE] | kiln eval <file> | kiln export <checkpoint> --to DIR | kiln import DIR [--save FILE] | kiln bench [--quick] [--scaling | --mixed] [--seconds S] [--json FILE]");
                 Ok(())
             }
             Some("train") => pollster::block_on(train(&args[1..])),
@@ -43,7 +44,7 @@ mod cli {
             Some("export") => pollster::block_on(export(&args[1..])),
             Some("import") => pollster::block_on(import(&args[1..])),
             _ => {
-                eprintln!("usage: kiln info | kiln presets | kiln train <preset> [--steps N] [--seed S] [--save FILE] [--f16] [--short-conv] [--mixed] [--resume FILE] | kiln quantize <checkpoint> [--bits 8|4] [--group 32|64|128] [--out FILE] | kiln eval <file> | kiln export <checkpoint> --to DIR | kiln import DIR [--save FILE] | kiln bench [--quick] [--scaling | --mixed] [--seconds S] [--json FILE]");
+                eprintln!("usage: kiln info | kiln presets | kiln train <preset> [--steps N] [--seed S] [--save FILE] [--f16] [--short-conv] [--mixed] [--standardize] [--resume FILE] | kiln quantize <checkpoint> [--bits 8|4] [--group 32|64|128] [--out FILE] | kiln eval <file> | kiln export <checkpoint> --to DIR | kiln import DIR [--save FILE] | kiln bench [--quick] [--scaling | --mixed] [--seconds S] [--json FILE]");
                 return ExitCode::from(2);
             }
         };
@@ -228,9 +229,9 @@ mod cli {
         let mut cfg = preset(name).ok_or_else(|| KilnError::invalid("preset", format!("unknown preset `{name}`; see `kiln presets`")))?;
         only_options(
             &args[1..],
-            &["--f16", "--short-conv", "--mixed"],
+            &["--f16", "--short-conv", "--mixed", "--standardize"],
             &["--steps", "--seed", "--save", "--resume"],
-            "kiln train <preset> [--steps N] [--seed S] [--save FILE] [--f16] [--short-conv] [--mixed] [--resume FILE]",
+            "kiln train <preset> [--steps N] [--seed S] [--save FILE] [--f16] [--short-conv] [--mixed] [--standardize] [--resume FILE]",
         )?;
         for option in ["--short-conv", "--mixed"] {
             if args.iter().any(|a| a == option) {
@@ -242,6 +243,12 @@ mod cli {
                     _ => llama.precision = Precision::Mixed,
                 }
             }
+        }
+        if args.iter().any(|a| a == "--standardize") {
+            let DataConfig::Points(points) = &mut cfg.data else {
+                return Err(KilnError::invalid("--standardize", "is an option of point data (MLPs); this preset trains on text"));
+            };
+            points.standardize = true;
         }
         let steps = flag(args, "--steps", 2000)?;
         cfg.seed = flag(args, "--seed", cfg.seed)?;

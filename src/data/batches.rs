@@ -3,14 +3,31 @@
 
 use crate::config::DataConfig;
 use crate::data::points::{from_csv, generate, Points};
+use crate::data::scaling::InputScaling;
 use crate::data::sequence::generate_text;
 use crate::data::text::{genesis, TextCorpus};
 use crate::error::{ensure, Result};
 use crate::rng::Rng;
 
 pub enum Batches {
-    Points { train: Points, val: Points },
-    Text { corpus: TextCorpus, context: usize },
+    /// `train` and `val` as the model sees them: standardized when `scaled` is set, which then
+    /// keeps the scaling and the points as given.
+    Points {
+        train: Points,
+        val: Points,
+        scaled: Option<Box<Scaled>>,
+    },
+    Text {
+        corpus: TextCorpus,
+        context: usize,
+    },
+}
+
+/// A run's standardized inputs: the scaling, and both splits as given.
+pub struct Scaled {
+    pub scaling: InputScaling,
+    pub train: Points,
+    pub val: Points,
 }
 
 /// One batch, ready to upload.
@@ -38,7 +55,12 @@ impl Batches {
                 let field = if d.csv.is_some() { "data.points.csv" } else { "data.points.points" };
                 ensure(all.len() >= 4, field, || format!("at least 4 points are needed, got {}", all.len()))?;
                 let (train, val) = all.split(d.validation_fraction, seed ^ 1);
-                Batches::Points { train, val }
+                if !d.standardize {
+                    return Ok(Batches::Points { train, val, scaled: None });
+                }
+                let scaling = InputScaling::of(&train);
+                let (model_train, model_val) = (scaling.standardized(&train), scaling.standardized(&val));
+                Batches::Points { train: model_train, val: model_val, scaled: Some(Box::new(Scaled { scaling, train, val })) }
             }
             DataConfig::Text(t) => {
                 let text: &str = match &t.text {
@@ -60,7 +82,7 @@ impl Batches {
 
     pub fn sample(&self, rng: &mut Rng, batch: usize, validation: bool) -> Batch {
         match self {
-            Batches::Points { train, val } => {
+            Batches::Points { train, val, .. } => {
                 let set = if validation { val } else { train };
                 let d = set.input_dim;
                 let picks: Vec<usize> = (0..batch).map(|_| rng.below(set.len())).collect();
@@ -85,10 +107,27 @@ impl Batches {
         }
     }
 
+    /// A split as the model sees it (standardized, when the run asks).
     pub fn points(&self, validation: bool) -> Option<&Points> {
         match self {
-            Batches::Points { train, val } => Some(if validation { val } else { train }),
+            Batches::Points { train, val, .. } => Some(if validation { val } else { train }),
             Batches::Text { .. } => None,
+        }
+    }
+
+    /// A split as given: before any standardization, for showing and exporting the points.
+    pub fn given_points(&self, validation: bool) -> Option<&Points> {
+        match self {
+            Batches::Points { scaled: Some(s), .. } => Some(if validation { &s.val } else { &s.train }),
+            _ => self.points(validation),
+        }
+    }
+
+    /// The standardization of the inputs, if the run has one.
+    pub fn scaling(&self) -> Option<&InputScaling> {
+        match self {
+            Batches::Points { scaled: Some(s), .. } => Some(&s.scaling),
+            _ => None,
         }
     }
 }

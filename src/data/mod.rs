@@ -3,6 +3,7 @@
 
 pub mod batches;
 pub mod points;
+pub mod scaling;
 pub mod sequence;
 pub mod text;
 

@@ -73,10 +73,12 @@ impl Session {
     /// The first validation points: their inputs (N, d) and Kiln's outputs (N, outputs) —
     /// class logits, or the prediction.
     async fn mlp_reference(&self) -> Result<serde_json::Value> {
-        let points = self.data.points(true).ok_or_else(|| KilnError::invalid("data", "points expected"))?;
+        let expected = || KilnError::invalid("data", "points expected");
+        // The inputs as given (model.py standardizes them as Kiln did, if the run does).
+        let (points, seen) = (self.data.given_points(true).ok_or_else(expected)?, self.data.points(true).ok_or_else(expected)?);
         let n = points.len().min(MLP_REFERENCE_POINTS);
         let inputs = &points.inputs[..n * points.input_dim];
-        let outputs = self.predict(n, inputs).await?;
+        let outputs = self.predict(n, &seen.inputs[..n * points.input_dim]).await?;
         let width = outputs.len() / n;
         let rows = |v: &[f32], w: usize| v.chunks_exact(w).map(<[f32]>::to_vec).collect::<Vec<_>>();
         Ok(json!({ "inputs": rows(inputs, points.input_dim), "outputs": rows(&outputs, width) }))

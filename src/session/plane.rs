@@ -106,8 +106,9 @@ impl Session {
         Ok(if self.cfg.is_regression() { out } else { out.chunks_exact(mlp.output_dim).flat_map(softmax).collect() })
     }
 
-    /// Every neuron's output at the plane's points, from one forward pass: the inputs, each
-    /// hidden layer's activations and the outputs (probabilities, or the prediction).
+    /// Every neuron's output at the plane's points, from one forward pass: the inputs (as the
+    /// network sees them: standardized, when the run is), each hidden layer's activations and
+    /// the outputs (probabilities, or the prediction).
     pub async fn neuron_outputs(&self, size: usize, extent: &PlaneBox) -> Result<NeuronOutputs> {
         let (mlp, inputs) = self.plane(size, extent)?;
         let points = inputs.len() / mlp.input_dim;
@@ -138,7 +139,7 @@ impl Session {
         };
         // Cell centres: the grid's cells split each range into `size` equal parts.
         let centre = |lo: f64, hi: f64, i: usize| lo + (i as f64 + 0.5) * (hi - lo) / size as f64;
-        let inputs = match (self.cfg.is_regression(), mlp.input_dim) {
+        let mut inputs: Vec<f32> = match (self.cfg.is_regression(), mlp.input_dim) {
             (true, 1) => {
                 if !(2..=MAX_CURVE).contains(&size) {
                     return Err(KilnError::invalid("size", format!("must be 2..={MAX_CURVE} for a regression curve, got {size}")));
@@ -159,6 +160,10 @@ impl Session {
                 ))
             }
         };
+        // The box is in the points' coordinates; the network sees them standardized.
+        if let Some(scaling) = self.data.scaling() {
+            scaling.apply(&mut inputs);
+        }
         Ok((mlp, inputs))
     }
 }

@@ -11,6 +11,7 @@ use std::fmt::Write;
 use safetensors::tensor::{Dtype, TensorView};
 
 use crate::data::points::Points;
+use crate::data::scaling::InputScaling;
 use crate::error::{KilnError, Result};
 use crate::kernels::elementwise::Activation;
 use crate::model::ModelConfig;
@@ -46,17 +47,19 @@ impl Session {
         };
         let layers: Vec<String> = dims.iter().map(|(i, o)| format!("nn.Linear({i}, {o})")).collect();
         let mut data = String::new();
-        let (train, validation) = (self.data.points(false), self.data.points(true));
+        // data.csv holds the points as given; model.py standardizes them as Kiln does.
+        let (train, validation) = (self.data.given_points(false), self.data.given_points(true));
         csv_header(&mut data, mlp.input_dim, train.is_some_and(|p| p.labels.is_empty()));
         for (split, points) in [("train", train), ("validation", validation)] {
             if let Some(p) = points {
                 csv_rows(&mut data, split, p);
             }
         }
-        let kiln = serde_json::json!({ "kiln_config": self.cfg, "kiln_step": self.step });
+        // The scaling is recomputed from the config's points on import; it is here for readers.
+        let kiln = serde_json::json!({ "kiln_config": self.cfg, "kiln_step": self.step, "kiln_input_scaling": self.data.scaling() });
         Ok(vec![
             ("model.safetensors", model),
-            ("model.py", model_py(&layers.join(&format!(", {act}, "))).into_bytes()),
+            ("model.py", model_py(&layers.join(&format!(", {act}, ")), self.data.scaling()).into_bytes()),
             ("data.csv", data.into_bytes()),
             ("kiln_config.json", serde_json::to_vec_pretty(&kiln).expect("JSON values serialize")),
             ("train.py", TRAIN_PY.as_bytes().to_vec()),
@@ -64,13 +67,34 @@ impl Session {
     }
 }
 
-fn model_py(layers: &str) -> String {
+/// A run with standardized inputs gets an nn.Sequential subclass that standardizes its input
+/// first (the state dict's keys stay the plain Sequential's).
+fn standardized_py(scaling: Option<&InputScaling>) -> (String, &'static str) {
+    let Some(s) = scaling else { return (String::new(), "nn.Sequential") };
+    let list = |v: &[f32]| v.iter().map(|x| format!("{x:?}")).collect::<Vec<_>>().join(", ");
+    let text = format!(
+        "# Kiln standardized the inputs (data.points.standardize): the network sees\n\
+         # (x - INPUT_MEAN) / INPUT_STD, each column's mean and standard deviation on the training split.\n\
+         INPUT_MEAN = [{}]\nINPUT_STD = [{}]\n\n\n\
+         class Standardized(nn.Sequential):\n    \"\"\"nn.Sequential on the inputs as given: standardizes them first, as Kiln did.\"\"\"\n\n\
+         \x20   def forward(self, x):\n\
+         \x20       mean = torch.tensor(INPUT_MEAN, dtype=x.dtype, device=x.device)\n\
+         \x20       std = torch.tensor(INPUT_STD, dtype=x.dtype, device=x.device)\n\
+         \x20       return super().forward((x - mean) / std)\n\n\n",
+        list(&s.mean),
+        list(&s.std)
+    );
+    (text, "Standardized")
+}
+
+fn model_py(layers: &str, scaling: Option<&InputScaling>) -> String {
+    let (standardized, net) = standardized_py(scaling);
     format!(
         "\"\"\"The MLP Kiln trained, as a PyTorch nn.Sequential (weights in model.safetensors, Kiln's values).\n\n\
          \x20   python model.py   # prints the model and its accuracy (or MSE) on each split of data.csv\n\"\"\"\n\
          import csv\nimport os\n\nimport torch\nfrom safetensors.torch import load_file\nfrom torch import nn\n\n\
-         HERE = os.path.dirname(os.path.abspath(__file__))\n\n\n\
-         def model():\n    net = nn.Sequential({layers})\n    net.load_state_dict(load_file(os.path.join(HERE, \"model.safetensors\")))\n    return net.eval()\n\n\n\
+         HERE = os.path.dirname(os.path.abspath(__file__))\n\n\n{standardized}\
+         def model():\n    net = {net}({layers})\n    net.load_state_dict(load_file(os.path.join(HERE, \"model.safetensors\")))\n    return net.eval()\n\n\n\
          if __name__ == \"__main__\":\n    net = model()\n    print(net)\n    rows = list(csv.DictReader(open(os.path.join(HERE, \"data.csv\"))))\n\
          \x20   for split in (\"train\", \"validation\"):\n        part = [r for r in rows if r[\"split\"] == split]\n\
          \x20       xs = torch.tensor([[float(r[k]) for k in r if k.startswith(\"x\")] for r in part])\n\

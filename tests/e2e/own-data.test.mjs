@@ -84,7 +84,7 @@ async function main() {
       await until(page, () => window.kilnPage.summary().info?.regression === true && window.kilnPage.summary().error === null, null, 'a regression run on the pasted points', 60_000);
     });
 
-    await test('points away from the origin get a view fitted to them, and the boundary over it', page, async () => {
+    await test('points away from the origin: a view fitted to them, the boundary over it, standardized inputs', page, async () => {
       // x in [2, 4], y in [10, 16]: a view centred on the origin would be [-17.6, 17.6]², with
       // the points in one small corner of it.
       const far = Array.from({ length: 40 }, (_, i) => `${2 + (i % 10) / 4.5},${10 + Math.floor(i / 10) * 2},${i % 10 < 5 ? 0 : 1}`);
@@ -97,6 +97,13 @@ async function main() {
       assert(near(x0, 1.8) && near(x1, 4.2) && near(y0, 9.4) && near(y1, 16.6), `view ${[x0, x1, y0, y1]}`);
       // The worker's next grid covers that view (predictGrid over the box, from Rust).
       await until(page, () => { const s = window.kilnPage.summary(); return s.grid?.extent?.join() === s.view.join(); }, null, 'a boundary over the fitted view', 60_000);
+      // Own points standardize by default: the run says what its network sees, and trains.
+      const info = (await summary(page)).info;
+      assert(info.config.data.points.standardize === true && info.inputScaling?.mean.length === 2, `standardize ${info.config.data.points.standardize}`);
+      await until(page, () => /standardized inputs: the network sees x′ = \(x − [23](\.\d+)?\) \/ 0\.\d+, y′ = \(y − 1[23](\.\d+)?\) \/ 2\.\d+/.test(document.getElementById('data-hint').textContent), null, 'the data card naming the scaling', 5_000);
+      await page.click('#play');
+      await until(page, () => window.kilnPage.summary().step >= 150, null, '150 steps on the far points', 60_000);
+      await page.click('#pause');
       await page.screenshot({ path: path.join(OUT, 'own-points-far.png') });
     });
 

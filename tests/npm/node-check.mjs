@@ -359,6 +359,21 @@ await check('your own CSV points and your own text; share links round-trip', asy
   await r.dispose();
   const bad = await failsWith(() => Kiln.create({ ...mine, data: { points: { ...mine.data.points, csv: '1,2,0\n1,x,1' } } }), 'invalid-input', 'data.points.csv', 'bad CSV');
   assert(bad.message.includes('line 2, column y: `x` is not a number') && bad.reason === 'line 2, column y: `x` is not a number', `${bad.message} / ${bad.reason}`);
+  // Standardized inputs: the network sees each column centred and scaled, the points stay as given,
+  // and the export's model.py applies the same scaling (the folder comes back exactly).
+  const far = rows.map((row) => row.split(',').map(Number)).map(([x, y, l]) => `${x + 50},${y * 10},${l}`);
+  const std = await Kiln.create({ ...mine, data: { points: { ...mine.data.points, csv: far.join('\n'), standardize: true } } });
+  const sc = std.info.inputScaling;
+  assert(sc && Math.abs(sc.mean[0] - 50) < 1 && sc.std[1] > 5 && r.info.inputScaling === null, `input scaling ${JSON.stringify(sc)}`);
+  assert(Math.min(...std.dataset().inputs.filter((_, i) => i % 2 === 0)) > 45, 'dataset() keeps the points as given');
+  await std.train({ steps: 5 });
+  const files = await std.exportFiles();
+  const modelPy = new TextDecoder().decode(files['model.py']);
+  assert(modelPy.includes('INPUT_MEAN = [') && modelPy.includes('class Standardized(nn.Sequential)'), 'model.py standardizes');
+  const back = await Kiln.fromExport(files);
+  assert((await back.evaluate()).loss === (await std.evaluate()).loss && back.info.inputScaling.mean.join() === sc.mean.join(), 'the export comes back exactly');
+  await back.dispose();
+  await std.dispose();
   // Share links carry the config (your data too, while it fits) and open validated.
   for (const name of presets().map((p) => p.name)) {
     const shared = shareConfig(preset(name));

@@ -103,6 +103,12 @@ def check_mlp(folder, checks):
     act = {"relu": lambda z: np.maximum(z, 0), "tanh": np.tanh, "silu": lambda z: z / (1 + np.exp(-z))}[mlp["activation"]]
     ref = json.load(open(os.path.join(folder, "kiln_reference.json")))
     x = np.array(ref["inputs"])
+    scaling = meta.get("kiln_input_scaling")
+    asked = meta["kiln_config"]["data"]["points"].get("standardize", False)
+    model_py = open(os.path.join(folder, "model.py")).read()
+    checks.expect(bool(scaling) == asked == ("INPUT_MEAN = [" in model_py), f"input scaling in kiln_config.json and model.py exactly when the run standardizes ({asked})")
+    if scaling:  # data.points.standardize: the network sees (x - mean) / std
+        x = (x - np.array(scaling["mean"])) / np.array(scaling["std"])
     layers = len(w) // 2
     for i in range(layers):
         x = x @ w[f"{2 * i}.weight"].T + w[f"{2 * i}.bias"]

@@ -43,8 +43,7 @@ export function onParsedPoints(points, { plot, apply }) {
   const { csv, applyAfter, file } = parsing;
   parsing = null;
   form.setParsedPoints(csv, points, file);
-  $('pt-task').value = 'custom';
-  form.syncVisibility();
+  form.useOwnPoints();
   showCustomPoints(plot, true);
   if (applyAfter) apply(0);
 }
@@ -60,8 +59,7 @@ export function wireFiles({ plot, send, showError, showNote, runName, apply, can
     if ($('pt-task').value !== 'custom') {
       // Clicking a generated set starts your own points of the same kind.
       form.startPoints(form.isRegressionTask() ? 'regression' : 'classes');
-      $('pt-task').value = 'custom';
-      form.syncVisibility();
+      form.useOwnPoints();
     }
     if (form.custom.points.length >= form.MAX_CUSTOM_POINTS) return;
     const label = Number($('draw-class').value);

@@ -136,6 +136,16 @@ export function pointsWanted() {
 }
 
 /** Starts your own points afresh, of one kind: 'classes' (x,y,label) or 'regression' (x,target). */
+/**
+ * Makes the dataset your own points. Coming from a generated set turns standardizing on: own
+ * points are rarely centred and scaled (the box stays the user's to untick).
+ */
+export function useOwnPoints() {
+  if ($('pt-task').value !== 'custom') $('pt-standardize').checked = true;
+  $('pt-task').value = 'custom';
+  syncVisibility();
+}
+
 export function startPoints(kind) {
   custom.kind = kind;
   clearPoints();
@@ -171,6 +181,7 @@ export function readConfig() {
     const task = $('pt-task').value;
     const regression = isRegressionTask();
     const points = { task, validation_fraction: number('data.points.validation_fraction', { min: 0.05, max: 0.5 }) };
+    if ($('pt-standardize').checked) points.standardize = true;
     let outputs = regression ? 1 : 2;
     if (task === 'custom') {
       if (!custom.csv) throw waitingFor(pointsWanted());
@@ -279,6 +290,7 @@ export function writeConfig(c) {
       set('pt-points', p.points); set('pt-noise', p.noise);
     }
     set('pt-val', p.validation_fraction);
+    $('pt-standardize').checked = !!p.standardize;
   } else if (c.data.sequence) {
     const q = c.data.sequence;
     set('tx-source', 'sequence');
@@ -332,6 +344,8 @@ export function onEdit(cb) {
       if (e.target.type === 'file' || e.target.id === 'preset') return;
       // A new kind starts its points afresh; syncVisibility then shows the select as chosen.
       if (e.target.id === 'custom-kind') startPoints(e.target.value);
+      // Choosing "Your points…" in the select: as useOwnPoints.
+      if (e.target.id === 'pt-task' && e.target.value === 'custom') $('pt-standardize').checked = true;
       syncVisibility();
       cb(e.target.id || e.target.name);
     });

@@ -252,10 +252,21 @@ export function plotColumns(split, regression) {
 }
 
 /** The data card's title and hint (`ui.dataTitle`, `ui.dataHint`) for a run on points. */
-export function dataCardText(regression, classes, splits) {
-  if (regression) return { dataTitle: 'Data & fitted curve', dataHint: 'dots: training points · rings: validation · line: the model' };
+export function dataCardText(regression, classes, splits, scaling) {
+  const scaled = scalingNote(scaling, regression);
+  if (regression) return { dataTitle: 'Data & fitted curve', dataHint: `dots: training points · rings: validation · line: the model${scaled}` };
   const hint = `filled: training points · rings: validation · shading: the most likely of ${classes} classes, stronger where the model is surer`;
-  return { dataTitle: 'Data & decision boundary', dataHint: hint + emptyClassesNote(classes, splits) };
+  return { dataTitle: 'Data & decision boundary', dataHint: hint + emptyClassesNote(classes, splits) + scaled };
+}
+
+/** What a standardizing run feeds its network (RunInfo.inputScaling), or '' for a run without. */
+function scalingNote(scaling, regression) {
+  if (!scaling) return '';
+  const n = (v) => Number(v.toPrecision(3));
+  const names = regression ? ['x'] : ['x', 'y'];
+  const shifted = (a, m) => (m < 0 ? `${a} + ${-m}` : `${a} − ${m}`);
+  const parts = names.map((a, i) => `${a}′ = (${shifted(a, n(scaling.mean[i]))}) / ${n(scaling.std[i])}`);
+  return ` · standardized inputs: the network sees ${parts.join(', ')}`;
 }
 
 /**
