@@ -32,7 +32,8 @@ const EVAL_RUN_LOGITS: usize = 1 << 22;
 
 impl Session {
     /// Model outputs (rows, outputs) for a batch of `examples` inputs: (examples, input_dim) f32
-    /// points for an MLP, (examples·context) u32 tokens for a Llama.
+    /// points for an MLP, as the network sees them (standardized where the run is: apply
+    /// `data.scaling()` to points as given), or (examples·context) u32 tokens for a Llama.
     pub async fn predict<T: bytemuck::Pod>(&self, examples: usize, inputs: &[T]) -> Result<Vec<f32>> {
         self.predict_with(&self.params, examples, inputs).await
     }
