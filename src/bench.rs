@@ -289,13 +289,11 @@ pub async fn scaling(seconds: f64) -> Result<ScalingReport> {
             "{name:<12} {parameters:>10} params {:>10.1} steps/s {:>12.0} tokens/s {:>5} dispatches",
             r.steps_per_sec, r.tokens_per_sec, r.dispatches_per_step
         );
-        if llama {
-            let entries = profile_config(Gpu::new().await?, &name, cfg.clone())?;
-            for p in entries.iter().take(6) {
-                println!("    {:<28} {:>4} dispatches {:>9.1} µs/step", p.entry, p.dispatches, p.us_per_step);
-            }
-            profile.extend(entries);
+        let entries = profile_config(Gpu::new().await?, &name, cfg.clone())?;
+        for p in entries.iter().take(6) {
+            println!("    {:<28} {:>4} dispatches {:>9.1} µs/step", p.entry, p.dispatches, p.us_per_step);
         }
+        profile.extend(entries);
         let (steps_per_sec, tokens_per_sec, dispatches_per_step) = (r.steps_per_sec, r.tokens_per_sec, r.dispatches_per_step);
         rows.push(ScalingResult { name, config: cfg, parameters, steps_per_sec, tokens_per_sec, dispatches_per_step });
     }

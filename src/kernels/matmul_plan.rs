@@ -72,8 +72,10 @@ pub fn plan(d: &MatmulDesc, allow_split: bool, adapter: Adapter) -> (usize, usiz
     // before refusing them.
     let macs = d.m as u64 * d.n as u64 * d.k as u64 * d.batch as u64;
     // Split big products with few tiles, and small ones whose long k would run as one serial,
-    // latency-bound loop (the weight gradients of tiny MLPs: (16, 16) outputs over k = 512).
-    let long_k = d.k >= 2 * SPLIT_MIN_CHUNK && tiles(64) < 16;
+    // latency-bound loop: the weight gradients of tiny MLPs ((16, 16) outputs over k = 512),
+    // and thin ones, a side under 16 (a wide MLP's first and last layers: (2, 1024) over the
+    // batch), which leave a 64 tile mostly idle.
+    let long_k = d.k >= 2 * SPLIT_MIN_CHUNK && (tiles(64) < 16 || d.m.min(d.n) < 16);
     let can_split = allow_split && d.batch == 1 && (macs >= SPLIT_MIN_MACS || long_k);
     let (tile, splits) = match (d.tile.or(env_tile()), d.splits) {
         (Some(t), Some(s)) => (t, s),

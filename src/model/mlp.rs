@@ -11,7 +11,7 @@ use crate::error::{ensure, Result};
 use crate::gpu::Tensor;
 use crate::gpu::{Gpu, Op};
 use crate::kernels::elementwise::{activation_backward, bias_activation, binary, Activation, Binary};
-use crate::kernels::matmul::{matmul, matmul_ops_pending, split_partials_len, Adapter, MatmulDesc};
+use crate::kernels::matmul::{matmul_ops, matmul_ops_pending, split_partials_len, Adapter, MatmulDesc};
 use crate::kernels::mlp_fused::{fits, mlp_fused, FusedLayer, FusedLoss, FusedRows};
 use crate::kernels::reduce::column_sum;
 use crate::kernels::split_sums::PendingSums;
@@ -111,7 +111,8 @@ impl MlpConfig {
             // (B, out) h_{l-1}·Wᵀ, kept alive by the ops that bind it
             let lin = gpu.tensor(&format!("layer{l}.lin"), &[batch, out])?;
             let z = gpu.tensor(&format!("layer{l}.z"), &[batch, out])?;
-            forward.push(matmul(gpu, prev, &params.weight(&format!("layer{l}.weight")), &lin, MatmulDesc::new(batch, out, fan_in).trans_b())?);
+            // Split along k where the plan does (plus its reduction): a wide layer's few tiles.
+            forward.extend(matmul_ops(gpu, prev, &params.weight(&format!("layer{l}.weight")), &lin, MatmulDesc::new(batch, out, fan_in).trans_b())?);
             let bias = params.weight(&format!("layer{l}.bias"));
             // Hidden layers: bias and activation in one dispatch; the last layer only adds.
             let h = if l + 1 < dims.len() {
@@ -161,7 +162,7 @@ fn backward_ops(gpu: &Gpu, cfg: &MlpConfig, params: &ParamStore, input: &Tensor,
         if l > 0 {
             let dh = gpu.tensor(&format!("layer{}.dh", l - 1), &[batch, fan_in])?;
             let dz_prev = gpu.tensor(&format!("layer{}.dz", l - 1), &[batch, fan_in])?;
-            ops.push(matmul(gpu, &dz, &w, &dh, MatmulDesc::new(batch, fan_in, out))?);
+            ops.extend(matmul_ops(gpu, &dz, &w, &dh, MatmulDesc::new(batch, fan_in, out))?);
             ops.push(activation_backward(gpu, cfg.activation, &dh, &acts[l - 1].z, &dz_prev)?);
             dz = dz_prev;
         }
