@@ -17,11 +17,13 @@ test: setup-test lint test-native test-python test-browser test-npm test-e2e tes
 types:
 	KILN_WRITE_TYPES=1 cargo test --lib api::typescript
 
-# Style and lints, natively and for the browser build (rustfmt.toml sets the line width).
+# Style and lints, natively and for the browser builds: the npm package's and the page's first
+# wasm (no default features) (rustfmt.toml sets the line width).
 lint: setup-test
 	cargo fmt --check
 	cargo clippy --all-targets -- -D warnings
 	cargo clippy --target wasm32-unknown-unknown --lib -- -D warnings
+	cargo clippy --target wasm32-unknown-unknown --lib --no-default-features -- -D warnings
 
 setup-test:
 	@mkdir -p -m 700 $(XDG_RUNTIME_DIR) target

@@ -2,7 +2,7 @@
 // The config types are the serde JSON of `SessionConfig` (snake_case, externally tagged
 // enums); the result types are camelCase.
 
-export type ErrorCode = "invalid-input" | "bad-checkpoint" | "no-webgpu" | "shader" | "too-large" | "out-of-memory" | "gpu" | "readback" | "device-lost" | "diverged" | "disposed" | "busy" | "corpus-missing";
+export type ErrorCode = "invalid-input" | "bad-checkpoint" | "no-webgpu" | "shader" | "too-large" | "out-of-memory" | "gpu" | "readback" | "device-lost" | "diverged" | "disposed" | "busy" | "corpus-missing" | "llama-missing";
 
 export type Activation = "relu" | "silu" | "tanh";
 

@@ -6,12 +6,12 @@
 // method borrows the session while it awaits and an overlapping call would fail with
 // wasm-bindgen's "recursive use of an object" error. Every Error it rejects with has a `code`.
 
-import { bindings, ensureInit, loadGenesis, withGenesis, toMetrics } from './module.js';
+import { bindings, ensureInit, toMetrics } from './module.js';
 import {
   invalid, asError, kilnError, checkKeys, checkInt, checkU32, checkBool, configArg, checkpointBytes, folderArg,
   checkPrompt, checkExtent,
 } from './args.js';
-import { hasFormats, exportFilesOf, checkpointOfExport } from './formats.js';
+import { readsFolders, openSession, exportFilesOf, checkpointOfExport } from './full.js';
 
 export { init, presets, preset, validateConfig, shareConfig, openShared, readCheckpoint, parsePoints, adapterInfo } from './module.js';
 
@@ -50,19 +50,19 @@ export class Kiln {
   /** Validates `config`, acquires a WebGPU device and builds the run. Rejects with an Error naming the bad field. */
   static async create(config) {
     const arg = configArg(config);
-    return Kiln.#open(() => bindings.Session.create(arg));
+    return Kiln.#open((b) => b.Session.create(arg));
   }
 
   /** A new run from a checkpoint of `save()`, with the checkpoint's own config; it continues exactly. */
   static async fromCheckpoint(bytes) {
     const view = checkpointBytes(bytes);
-    return Kiln.#open(() => bindings.Session.fromCheckpoint(view));
+    return Kiln.#open((b) => b.Session.fromCheckpoint(view));
   }
 
   /** A new run from an MLX-layout quantized file of `saveQuantized()`: its config, step and dequantized weights. */
   static async fromQuantized(bytes) {
     const view = checkpointBytes(bytes);
-    return Kiln.#open(() => bindings.Session.fromQuantized(view));
+    return Kiln.#open((b) => b.Session.fromQuantized(view));
   }
 
   /**
@@ -72,26 +72,26 @@ export class Kiln {
   static async fromExport(files) {
     const arg = folderArg(files);
     await ensureInit();
-    if (hasFormats()) return Kiln.#open(() => bindings.Session.fromExport(arg));
+    if (readsFolders()) return Kiln.#open((b) => b.Session.fromExport(arg));
     let checkpoint;
     try {
       checkpoint = await checkpointOfExport(arg); // the page's wasm reads folders in its second wasm
     } catch (e) {
       throw asError(e);
     }
-    return Kiln.#open(() => bindings.Session.fromCheckpoint(checkpoint));
+    return Kiln.#open((b) => b.Session.fromCheckpoint(checkpoint));
   }
 
   /**
-   * Loads the wasm if needed, then wraps the session `make()` builds (its errors as Errors). A
-   * build without the built-in text (the page's) asks for it the first time a run trains on
-   * it: then it is loaded and `make()` runs once more.
+   * Loads the wasm if needed, then wraps the session `make(bindings)` builds (its errors as
+   * Errors). The page's wasm asks for the built-in text the first time a run trains on it, and
+   * builds a Llama in its second wasm (full.js); both are handled there.
    */
   static async #open(make) {
     await ensureInit();
     let session;
     try {
-      session = await withGenesis(make, loadGenesis);
+      session = await openSession(make);
     } catch (e) {
       throw asError(e);
     }
@@ -349,7 +349,7 @@ export class Kiln {
 
   /** The run as a folder for PyTorch / Hugging Face (file name → Uint8Array; see the README). */
   exportFiles() {
-    return this.#enqueue((s) => (hasFormats() ? s.exportFiles() : exportFilesOf(s)));
+    return this.#enqueue((s) => exportFilesOf(s));
   }
 
   /** A safetensors checkpoint: weights, optimizer state, config, step and sampler state; `{ dtype: 'f16' }` halves the file. */

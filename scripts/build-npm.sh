@@ -26,7 +26,7 @@ echo "build-npm: optimized to $(stat -c %s "$OUT/kiln_wasm_bg.wasm") bytes"
 # A wasm-opt that mangles the module shows up here already (the tests then run it for real).
 node -e 'const b = require("fs").readFileSync(process.argv[1]); if (!WebAssembly.validate(b)) { console.error("build-npm: the optimized wasm does not validate"); process.exit(1); }' "$OUT/kiln_wasm_bg.wasm"
 
-cp js/kiln.js js/module.js js/args.js js/formats.js js/kiln.d.ts js/kiln-types.d.ts npm/README.md "$OUT/"
+cp js/kiln.js js/module.js js/args.js js/full.js js/kiln.d.ts js/kiln-types.d.ts npm/README.md "$OUT/"
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 sed "s/\"version\": \"0.0.0\"/\"version\": \"$version\"/" npm/package.json > "$OUT/package.json"
 for f in LICENSE LICENSE-MIT LICENSE-APACHE; do [[ -f $f ]] && cp "$f" "$OUT/"; done

@@ -33,6 +33,8 @@ pub enum KilnError {
     Diverged(String),
     #[error("the built-in text (Genesis) is not loaded in this build: provide data/genesis.txt first (kiln-gpu's JS fetches it itself), or give the run its own text in data.text.text")]
     CorpusMissing,
+    #[error("Llama models are not in this build (the page's first wasm trains MLPs only): kiln-gpu's JS builds the run in its second wasm")]
+    LlamaMissing,
 }
 
 /// The kind of an error, stable across releases: the `code` of every Error kiln-gpu throws.
@@ -67,6 +69,9 @@ pub enum ErrorCode {
     /// The run trains on the built-in text, which this build (the page's) fetches on first use
     /// and has not yet been given; kiln-gpu's JS loads it and retries by itself.
     CorpusMissing,
+    /// The run is a Llama and this build (the page's first wasm) trains MLPs only; kiln-gpu's
+    /// JS builds it in the page's second wasm by itself.
+    LlamaMissing,
 }
 
 impl KilnError {
@@ -88,6 +93,7 @@ impl KilnError {
             KilnError::DeviceLost(_) => ErrorCode::DeviceLost,
             KilnError::Diverged(_) => ErrorCode::Diverged,
             KilnError::CorpusMissing => ErrorCode::CorpusMissing,
+            KilnError::LlamaMissing => ErrorCode::LlamaMissing,
         }
     }
 
@@ -136,6 +142,7 @@ impl ErrorCode {
             ErrorCode::Disposed => "disposed",
             ErrorCode::Busy => "busy",
             ErrorCode::CorpusMissing => "corpus-missing",
+            ErrorCode::LlamaMissing => "llama-missing",
         }
     }
 }

@@ -228,6 +228,7 @@ impl WebSession {
     /// Validates the config (an object or its JSON), acquires a device and builds the run.
     pub async fn create(config: JsValue) -> Result<WebSession, JsValue> {
         let cfg = config_from_js(config).map_err(js_error)?;
+        cfg.model.check_built().map_err(js_error)?;
         crate::data::text::check_corpus(&cfg.data).map_err(js_error)?;
         let gpu = acquire_gpu().await.map_err(js_error)?;
         Self::wrap(Session::with_gpu(gpu, cfg))

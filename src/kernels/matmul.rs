@@ -276,6 +276,9 @@ fn product(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, d: &MatmulDesc, tile: 
     let tile = if tile == WIDE && !wide_allowed(gpu) { 128 } else { tile };
     let Dispatch { uniform, groups, aligned } = dispatch(gpu, d, tile, splits, k_chunk)?;
     let [small, big, mid] = match (d.b_f16, aligned) {
+        // Packed-f16 weights are a mixed-precision Llama's: a build without Llamas leaves
+        // their shader family out.
+        (true, _) if !cfg!(feature = "llama") => return Err(KilnError::LlamaMissing),
         (false, false) => [&MATMUL_SMALL, &MATMUL_128, &MATMUL],
         (false, true) => [&MATMUL_SMALL, &MATMUL_128_ALIGNED, &MATMUL],
         (true, false) => [&MATMUL_SMALL_B16, &MATMUL_128_B16, &MATMUL_B16],

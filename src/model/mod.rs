@@ -11,7 +11,7 @@ pub mod training;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::Result;
+use crate::error::{KilnError, Result};
 use crate::gpu::Tensor;
 use crate::gpu::{Gpu, Op};
 
@@ -117,9 +117,30 @@ impl ModelConfig {
     }
 
     pub fn build(&self, gpu: &Gpu, p: &params::ParamStore, batch: usize, train: bool) -> Result<Net> {
+        match (self, self.as_llama()) {
+            (_, Some(l)) => l.build(gpu, p, batch, train),
+            (ModelConfig::Mlp(m), _) => m.build(gpu, p, batch, train),
+            (ModelConfig::Llama(_), None) => Err(KilnError::LlamaMissing),
+        }
+    }
+
+    /// The Llama's config, where this build trains Llamas (the Cargo feature `llama`). Every
+    /// path to a Llama's passes and views goes through here, so a build without the feature
+    /// (the page's first wasm) leaves their code and shaders out: `None` is all it can return.
+    pub fn as_llama(&self) -> Option<&llama::LlamaConfig> {
         match self {
-            ModelConfig::Mlp(m) => m.build(gpu, p, batch, train),
-            ModelConfig::Llama(l) => l.build(gpu, p, batch, train),
+            #[cfg(feature = "llama")]
+            ModelConfig::Llama(l) => Some(l),
+            _ => None,
+        }
+    }
+
+    /// `LlamaMissing` for a Llama in a build without the `llama` feature: checked before a run
+    /// acquires a device or reads its data.
+    pub fn check_built(&self) -> Result<()> {
+        match self {
+            ModelConfig::Llama(_) if self.as_llama().is_none() => Err(KilnError::LlamaMissing),
+            _ => Ok(()),
         }
     }
 }

@@ -7,7 +7,6 @@ use serde::{Deserialize, Serialize};
 use crate::error::{ensure, KilnError, Result};
 use crate::gpu::Op;
 use crate::model::params::ParamStore;
-use crate::model::ModelConfig;
 use crate::rng::Rng;
 use crate::session::Session;
 
@@ -77,7 +76,7 @@ impl Session {
     /// `generate` from these weights (the run's, or its quantized copy).
     pub async fn generate_with(&self, params: &ParamStore, prompt: &str, opts: &GenerateOptions) -> Result<String> {
         opts.validate()?;
-        let ModelConfig::Llama(cfg) = &self.cfg.model else {
+        let Some(cfg) = self.cfg.model.as_llama() else {
             return Err(KilnError::invalid("model", "text generation needs a Llama model"));
         };
         let corpus = self.data.corpus().ok_or_else(|| KilnError::invalid("data", "text generation needs text data"))?;
@@ -116,7 +115,7 @@ pub(super) struct PromptWindow<'a> {
 impl Session {
     /// The prompt as a Llama view needs it; `what` names the view in the errors.
     pub(super) fn prompt_window(&self, prompt: &str, what: &str) -> Result<PromptWindow<'_>> {
-        let ModelConfig::Llama(cfg) = &self.cfg.model else {
+        let Some(cfg) = self.cfg.model.as_llama() else {
             return Err(KilnError::invalid("model", format!("{what} need a Llama model")));
         };
         let corpus = self.data.corpus().ok_or_else(|| KilnError::invalid("data", format!("{what} need text data")))?;

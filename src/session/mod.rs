@@ -95,11 +95,13 @@ pub struct Session {
 impl Session {
     pub async fn new(cfg: SessionConfig) -> Result<Session> {
         cfg.validate()?;
+        cfg.model.check_built()?;
         Session::with_gpu(Gpu::new().await?, cfg)
     }
 
     pub fn with_gpu(gpu: Gpu, cfg: SessionConfig) -> Result<Session> {
         cfg.validate()?;
+        cfg.model.check_built()?;
         let data = Batches::new(&cfg.data, cfg.model.rows_per_example(), cfg.model.outputs(), cfg.seed)?;
         check_fits(&gpu, &cfg, &data)?;
         let params = ParamStore::new(&gpu, cfg.model.param_specs(), cfg.seed, cfg.model.mixed())?;

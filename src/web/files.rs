@@ -15,6 +15,7 @@ impl WebSession {
     #[wasm_bindgen(js_name = fromCheckpoint)]
     pub async fn from_checkpoint(bytes: Vec<u8>) -> Result<WebSession, JsValue> {
         let header = crate::session::checkpoint::header(&bytes).map_err(js_error)?;
+        header.config.model.check_built().map_err(js_error)?;
         crate::data::text::check_corpus(&header.config.data).map_err(js_error)?;
         let gpu = acquire_gpu().await.map_err(js_error)?;
         Self::wrap(Session::from_checkpoint(gpu, &bytes))

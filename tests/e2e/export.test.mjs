@@ -31,10 +31,10 @@ async function main() {
     await until(page, () => window.kilnPage?.summary().info, null, 'the first run', 60_000);
 
     // What the page fetches from here on: the export folder's work is in the second wasm
-    // (js/formats.js), which the first load leaves out.
+    // (js/full.js), which the first load leaves out.
     const fetched = [];
     page.on('request', (r) => fetched.push(new URL(r.url()).pathname));
-    const second = () => fetched.filter((p) => p.endsWith('/formats/kiln_formats_bg.wasm')).length;
+    const second = () => fetched.filter((p) => p.endsWith('/full/kiln_full_bg.wasm')).length;
 
     await test('an MLP exports as a zip for PyTorch and opens back at its step', page, async () => {
       assert(second() === 0, 'the second wasm is not fetched before an export');

@@ -173,8 +173,12 @@ async function main() {
     });
 
     await test('Llama (small) trains and samples text', page, async () => {
+      const fetched = [];
+      page.on('request', (r) => fetched.push(new URL(r.url()).pathname));
       await page.selectOption('#preset', 'llama-tiny');
       await until(page, () => window.kilnPage.summary().info?.model === 'llama', null, 'the llama-tiny run', 60_000);
+      // The first wasm trains MLPs only: the first Llama fetches the second (js/full.js).
+      assert(fetched.filter((p) => p.endsWith('/full/kiln_full_bg.wasm')).length === 1, `second wasm fetches: ${fetched.filter((p) => p.includes('full'))}`);
       // Shrink it so SwiftShader keeps up: one edit burst, one rebuild.
       await page.fill('#ll-d_model', '32');
       await page.fill('#ll-heads', '2');

@@ -111,7 +111,7 @@ async function main() {
     const info = JSON.parse(r.out.slice(r.out.indexOf('[')))[0];
     tarball = join(tmp, info.filename);
     const files = info.files.map((f) => f.path).sort();
-    const want = ['README.md', 'args.js', 'formats.js', 'kiln-types.d.ts', 'kiln.d.ts', 'kiln.js', 'kiln_wasm.js', 'kiln_wasm_bg.wasm', 'module.js', 'package.json'];
+    const want = ['README.md', 'args.js', 'full.js', 'kiln-types.d.ts', 'kiln.d.ts', 'kiln.js', 'kiln_wasm.js', 'kiln_wasm_bg.wasm', 'module.js', 'package.json'];
     assert(JSON.stringify(files) === JSON.stringify(want), `files ${files.join(', ')}; expected ${want.join(', ')}`);
     assert(info.name === 'kiln-gpu', `name ${info.name}`);
     const manifest = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8'));
