@@ -73,7 +73,7 @@ bench-torch:
 serve: setup-serve
 	PATH="$(CURDIR)/node_modules/.bin:$$PATH" trunk serve
 
-# The page as `make serve` builds it, in release, into dist/: Cargo's `web` profile, then
+# The page as `make serve` builds it, in release, into dist/: Cargo's `page` profile, then
 # wasm-opt -Os from npm's binaryen 132 (first on PATH; Trunk.toml pins the version, since
 # Debian's binaryen 108 breaks Rust 1.95 wasm).
 build-page: setup-serve
