@@ -83,7 +83,7 @@ let provided = null; // Promise<void> of handing it to this module's wasm, once
 
 /**
  * data/genesis.txt (beside this file; read from disk in Node), for a wasm built without it:
- * `loadGenesis` hands it to kiln-gpu's, js/formats.js to its second wasm.
+ * `loadGenesis` hands it to kiln-gpu's, js/full.js to its second wasm.
  */
 export function genesisText() {
   genesis ??= (async () => {
@@ -113,7 +113,7 @@ export function loadGenesis() {
 
 /**
  * Runs `make()`, which builds a session in a wasm built without the built-in text (the page's,
- * and formats.js's second wasm). The first time a run trains on that text the wasm answers
+ * and full.js's second wasm). The first time a run trains on that text the wasm answers
  * `corpus-missing`: then `provide()` hands the text to that wasm and `make()` runs once more.
  */
 export async function withGenesis(make, provide) {

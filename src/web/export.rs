@@ -1,7 +1,7 @@
 //! The export folder for PyTorch and Hugging Face, as wasm bindings of `Session` (`exportFiles`,
 //! `fromExport`: file name → bytes; the page zips and unzips it, fflate). Only in builds with the
-//! Cargo feature `formats`: the page's first-load wasm leaves them out, and js/formats.js runs
-//! them in its second wasm (kiln_formats), a run crossing over as a checkpoint.
+//! Cargo feature `formats`: the page's first-load wasm leaves them out, and js/full.js runs
+//! them in its second wasm (kiln_full), a run crossing over as a checkpoint.
 
 use std::collections::HashMap;
 
