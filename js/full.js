@@ -5,9 +5,10 @@
 // (scripts/build-full-wasm.sh) is loaded the first time a Llama is built, a run exported or an
 // export folder opened. kiln-gpu's own wasm (the npm package) has everything and never loads it.
 //
-// A Llama run lives in the second wasm, on its own GPU device. An MLP run stays in the first
-// and crosses over to be exported as an f32 checkpoint, which holds all of it (weights,
-// optimizer state, step, sampler state), so the folder is the one the run itself would write.
+// A Llama run, and a run opened from an export folder, lives in the second wasm, on its own GPU
+// device. An MLP run built in the first stays there and crosses over to be exported as an f32
+// checkpoint, which holds all of it (weights, optimizer state, step, sampler state), so the
+// folder is the one the run itself would write.
 
 import { bindings, genesisText, loadGenesis, withGenesis } from './module.js';
 import { asError } from './args.js';
@@ -33,7 +34,7 @@ function fullModule() {
 }
 
 /** `make(module)` in the second wasm; a run on the built-in text hands it the text first. */
-async function inFullModule(make) {
+export async function inFullModule(make) {
   const module = await fullModule();
   return withGenesis(() => make(module), async () => module.provideGenesis(await genesisText()));
 }
@@ -52,25 +53,18 @@ export async function openSession(make) {
   return inFullModule(make);
 }
 
-/** Runs `fn` on a session of the second wasm from `open(module)`, then destroys it (its own GPU device). */
-async function withSession(open, fn) {
-  const session = await inFullModule(open);
-  try {
-    return await fn(session);
-  } finally {
-    session.destroy();
-    session.free();
-  }
-}
-
-/** The export folder of `session` (of either wasm): written by the second wasm. */
+/**
+ * The export folder of `session` (of either wasm): written by the second wasm, in a session of
+ * its own (its own GPU device, destroyed after) where the run is the first wasm's.
+ */
 export async function exportFilesOf(session) {
   if (typeof session.exportFiles === 'function') return session.exportFiles();
   const checkpoint = await session.save(undefined);
-  return withSession((m) => m.Session.fromCheckpoint(checkpoint), (s) => s.exportFiles());
-}
-
-/** An f32 checkpoint of the run an export folder (file name → Uint8Array) holds, read by the second wasm. */
-export async function checkpointOfExport(files) {
-  return withSession((m) => m.Session.fromExport(files), (s) => s.save(undefined));
+  const copy = await inFullModule((m) => m.Session.fromCheckpoint(checkpoint));
+  try {
+    return await copy.exportFiles();
+  } finally {
+    copy.destroy();
+    copy.free();
+  }
 }

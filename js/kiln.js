@@ -11,7 +11,7 @@ import {
   invalid, asError, kilnError, checkKeys, checkInt, checkU32, checkBool, configArg, checkpointBytes, folderArg,
   checkPrompt, checkExtent,
 } from './args.js';
-import { readsFolders, openSession, exportFilesOf, checkpointOfExport } from './full.js';
+import { readsFolders, openSession, inFullModule, exportFilesOf } from './full.js';
 
 export { init, presets, preset, validateConfig, shareConfig, openShared, readCheckpoint, parsePoints, adapterInfo } from './module.js';
 
@@ -72,26 +72,20 @@ export class Kiln {
   static async fromExport(files) {
     const arg = folderArg(files);
     await ensureInit();
-    if (readsFolders()) return Kiln.#open((b) => b.Session.fromExport(arg));
-    let checkpoint;
-    try {
-      checkpoint = await checkpointOfExport(arg); // the page's wasm reads folders in its second wasm
-    } catch (e) {
-      throw asError(e);
-    }
-    return Kiln.#open((b) => b.Session.fromCheckpoint(checkpoint));
+    // The page's first wasm reads no folders: there the run is built in its second wasm.
+    return Kiln.#open((b) => b.Session.fromExport(arg), readsFolders() ? openSession : inFullModule);
   }
 
   /**
    * Loads the wasm if needed, then wraps the session `make(bindings)` builds (its errors as
    * Errors). The page's wasm asks for the built-in text the first time a run trains on it, and
-   * builds a Llama in its second wasm (full.js); both are handled there.
+   * builds a Llama in its second wasm (full.js); both are handled by `open`.
    */
-  static async #open(make) {
+  static async #open(make, open = openSession) {
     await ensureInit();
     let session;
     try {
-      session = await openSession(make);
+      session = await open(make);
     } catch (e) {
       throw asError(e);
     }

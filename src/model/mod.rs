@@ -117,10 +117,9 @@ impl ModelConfig {
     }
 
     pub fn build(&self, gpu: &Gpu, p: &params::ParamStore, batch: usize, train: bool) -> Result<Net> {
-        match (self, self.as_llama()) {
-            (_, Some(l)) => l.build(gpu, p, batch, train),
-            (ModelConfig::Mlp(m), _) => m.build(gpu, p, batch, train),
-            (ModelConfig::Llama(_), None) => Err(KilnError::LlamaMissing),
+        match self {
+            ModelConfig::Mlp(m) => m.build(gpu, p, batch, train),
+            ModelConfig::Llama(_) => self.as_llama().ok_or(KilnError::LlamaMissing)?.build(gpu, p, batch, train),
         }
     }
 

@@ -1,7 +1,8 @@
 //! The export folder for PyTorch and Hugging Face, as wasm bindings of `Session` (`exportFiles`,
 //! `fromExport`: file name → bytes; the page zips and unzips it, fflate). Only in builds with the
 //! Cargo feature `formats`: the page's first-load wasm leaves them out, and js/full.js runs
-//! them in its second wasm (kiln_full), a run crossing over as a checkpoint.
+//! them in its second wasm (kiln_full): an MLP run of the first crosses over as a checkpoint to
+//! be exported, and a run opened from a folder lives there.
 
 use std::collections::HashMap;
 
