@@ -1,22 +1,24 @@
 // full.js — the page's second wasm, kiln_full: the library with the Cargo features its
 // first-load wasm leaves out, `llama` (building and training Llamas, ≈ 37 KB gzipped) and
-// `formats` (the export folder for PyTorch / Hugging Face, both ways, ≈ 47 KB). The first wasm
-// trains MLPs only (the page's default run is one); full/kiln_full.js beside this file
-// (scripts/build-full-wasm.sh) is loaded the first time a Llama is built, a run exported or an
-// export folder opened. kiln-gpu's own wasm (the npm package) has everything and never loads it.
+// `formats` (reading checkpoints and quantized files, quantizing, and the export folder for
+// PyTorch / Hugging Face both ways, ≈ 42 + 47 KB). The first wasm trains MLPs and writes their
+// checkpoints (the page keeps its runs that way); full/kiln_full.js beside this file
+// (scripts/build-full-wasm.sh) is loaded the first time a Llama is built, a file opened, a run
+// quantized or exported. kiln-gpu's own wasm (the npm package) has everything and never loads it.
 //
-// A Llama run, and a run opened from an export folder, lives in the second wasm, on its own GPU
-// device. An MLP run built in the first stays there and crosses over to be exported as an f32
-// checkpoint, which holds all of it (weights, optimizer state, step, sampler state), so the
-// folder is the one the run itself would write.
+// A Llama run, and a run opened from a file, lives in the second wasm, on its own GPU device. An
+// MLP run built in the first crosses over as an f32 checkpoint, which holds all of it (weights,
+// optimizer state, step, sampler state): a copy of it to be exported (the folder is the one the
+// run itself would write), or the run itself, moved, the first time it loads a checkpoint or
+// quantizes.
 
-import { bindings, genesisText, loadGenesis, withGenesis } from './module.js';
-import { asError } from './args.js';
+import { bindings, ensureInit, genesisText, loadGenesis, withGenesis } from './module.js';
+import { asError, checkpointBytes } from './args.js';
 
 let second = null; // Promise<the second wasm's bindings>, loaded once
 
-/** Whether kiln-gpu's own wasm reads export folders (the npm package's does, the page's not). */
-export const readsFolders = () => typeof bindings.Session.fromExport === 'function';
+/** Whether kiln-gpu's own wasm has the `formats` feature (the npm package's does, the page's not). */
+const hasFormats = () => typeof bindings.Session.fromExport === 'function';
 
 function fullModule() {
   second ??= (async () => {
@@ -53,18 +55,53 @@ export async function openSession(make) {
   return inFullModule(make);
 }
 
+/** `make(bindings)` where files are read: in kiln-gpu's own wasm if it can, else in the second. */
+export const inFormats = (make) => (hasFormats() ? openSession(make) : inFullModule(make));
+
+/** `{config, step}` from a checkpoint's header, without loading it (kiln-gpu's API). */
+export async function readCheckpoint(bytes) {
+  const view = checkpointBytes(bytes);
+  await ensureInit();
+  try {
+    return await inFormats((b) => b.readCheckpoint(view));
+  } catch (e) {
+    throw asError(e);
+  }
+}
+
+/** Whether `session` (of either wasm) reads files and quantizes; else `moveToFull` it first. */
+export const readsFiles = (session) => typeof session.load === 'function';
+
+/** A new session of the second wasm holding all of the first wasm's `session` (an f32 checkpoint). */
+async function copyInFull(session) {
+  const checkpoint = await session.save(undefined);
+  return inFullModule((m) => m.Session.fromCheckpoint(checkpoint));
+}
+
 /**
  * The export folder of `session` (of either wasm): written by the second wasm, in a session of
  * its own (its own GPU device, destroyed after) where the run is the first wasm's.
  */
 export async function exportFilesOf(session) {
   if (typeof session.exportFiles === 'function') return session.exportFiles();
-  const checkpoint = await session.save(undefined);
-  const copy = await inFullModule((m) => m.Session.fromCheckpoint(checkpoint));
+  const copy = await copyInFull(session);
   try {
     return await copy.exportFiles();
   } finally {
     copy.destroy();
     copy.free();
   }
+}
+
+/**
+ * The first wasm's `session` rebuilt in the second, where it then lives (snapshots every
+ * `snapshotEvery` steps where set); the first's is released only once the second's is built, so
+ * a failure leaves the run where it was.
+ */
+export async function moveToFull(session, snapshotEvery) {
+  const moved = await copyInFull(session);
+  if (snapshotEvery !== undefined) moved.setSnapshotEvery(snapshotEvery);
+  session.destroy();
+  session.free();
+  return moved;
 }

@@ -76,8 +76,8 @@ export function shareConfig(config: SessionConfig | string): Shared;
 /** The validated config in URL state from `shareConfig`; throws naming what is wrong. Needs `await init()`. */
 export function openShared(state: string): FullSessionConfig;
 
-/** A checkpoint's config and step, read from its header (code 'bad-checkpoint' if it is not one). Needs `await init()`. */
-export function readCheckpoint(bytes: Bytes): CheckpointInfo;
+/** A checkpoint's config and step, read from its header (code 'bad-checkpoint' if it is not one). */
+export function readCheckpoint(bytes: Bytes): Promise<CheckpointInfo>;
 
 /** Your own points parsed from CSV as a run would (`x,y,label` or `x,target` rows). Needs `await init()`. */
 export function parsePoints(csv: string): ClassSplit | RegressionSplit;

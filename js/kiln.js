@@ -11,9 +11,10 @@ import {
   invalid, asError, kilnError, checkKeys, checkInt, checkU32, checkBool, configArg, checkpointBytes, folderArg,
   checkPrompt, checkExtent,
 } from './args.js';
-import { readsFolders, openSession, inFullModule, exportFilesOf } from './full.js';
+import { openSession, inFormats, readsFiles, moveToFull, exportFilesOf } from './full.js';
 
-export { init, presets, preset, validateConfig, shareConfig, openShared, readCheckpoint, parsePoints, adapterInfo } from './module.js';
+export { init, presets, preset, validateConfig, shareConfig, openShared, parsePoints, adapterInfo } from './module.js';
+export { readCheckpoint } from './full.js';
 
 const DISPOSED = 'this Kiln run was disposed';
 const disposedError = () => kilnError('disposed', DISPOSED);
@@ -35,6 +36,7 @@ export class Kiln {
   #layout;
   #dataset;
   #slots;
+  #snapshotEvery; // as last set, for a session moved to the page's second wasm
 
   /** Use `await Kiln.create(config)`. */
   constructor(token, session) {
@@ -56,13 +58,13 @@ export class Kiln {
   /** A new run from a checkpoint of `save()`, with the checkpoint's own config; it continues exactly. */
   static async fromCheckpoint(bytes) {
     const view = checkpointBytes(bytes);
-    return Kiln.#open((b) => b.Session.fromCheckpoint(view));
+    return Kiln.#open((b) => b.Session.fromCheckpoint(view), inFormats);
   }
 
   /** A new run from an MLX-layout quantized file of `saveQuantized()`: its config, step and dequantized weights. */
   static async fromQuantized(bytes) {
     const view = checkpointBytes(bytes);
-    return Kiln.#open((b) => b.Session.fromQuantized(view));
+    return Kiln.#open((b) => b.Session.fromQuantized(view), inFormats);
   }
 
   /**
@@ -71,15 +73,13 @@ export class Kiln {
    */
   static async fromExport(files) {
     const arg = folderArg(files);
-    await ensureInit();
-    // The page's first wasm reads no folders: there the run is built in its second wasm.
-    return Kiln.#open((b) => b.Session.fromExport(arg), readsFolders() ? openSession : inFullModule);
+    return Kiln.#open((b) => b.Session.fromExport(arg), inFormats);
   }
 
   /**
    * Loads the wasm if needed, then wraps the session `make(bindings)` builds (its errors as
    * Errors). The page's wasm asks for the built-in text the first time a run trains on it, and
-   * builds a Llama in its second wasm (full.js); both are handled by `open`.
+   * builds a Llama, and a run from a file, in its second wasm (full.js); `open` handles both.
    */
   static async #open(make, open = openSession) {
     await ensureInit();
@@ -134,7 +134,15 @@ export class Kiln {
   /** Snapshot the state for recovery from device loss at most every `steps` steps (0: never; default 100, more for models over a million parameters). */
   setSnapshotEvery(steps) {
     const n = checkU32(steps, 'steps');
-    return this.#enqueue(async (s) => s.setSnapshotEvery(n));
+    return this.#enqueue(async (s) => s.setSnapshotEvery((this.#snapshotEvery = n)));
+  }
+
+  /**
+   * Runs `fn(session)` in a session that reads files and quantizes: the page's first wasm does
+   * neither, so there the run first moves to its second wasm (full.js) and lives there after.
+   */
+  #enqueueWithFormats(fn) {
+    return this.#enqueue(async (s) => fn(readsFiles(s) ? s : (this.#session = await moveToFull(s, this.#snapshotEvery))));
   }
 
   /** Destroys the GPU device under the run, as a driver reset would: for testing recovery. */
@@ -333,12 +341,12 @@ export class Kiln {
    * copy; `saveQuantized()` writes it as an MLX-layout safetensors file.
    */
   async quantize(options) {
-    return this.#enqueue((s) => s.quantize(options));
+    return this.#enqueueWithFormats((s) => s.quantize(options));
   }
 
   /** The quantized copy as an MLX-layout safetensors file (`Kiln.fromQuantized` reads it back). */
   saveQuantized() {
-    return this.#enqueue(async (s) => s.quantizedFile());
+    return this.#enqueueWithFormats(async (s) => s.quantizedFile());
   }
 
   /** The run as a folder for PyTorch / Hugging Face (file name → Uint8Array; see the README). */
@@ -355,7 +363,7 @@ export class Kiln {
   /** Restores a checkpoint of the same model (from `save()`); on error the run is unchanged. */
   async load(bytes) {
     const view = checkpointBytes(bytes);
-    return this.#enqueue((s) => s.load(view));
+    return this.#enqueueWithFormats((s) => s.load(view));
   }
 
   /** The training data: points (with the validation split) or a text excerpt and its vocabulary. */

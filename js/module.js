@@ -1,9 +1,9 @@
 // kiln-gpu's module: loading the wasm (once, in a browser or in Node with an injected GPU) and
-// the functions that need no run (presets, config validation, share links, checkpoint headers,
-// adapter info). kiln.js re-exports them next to the Kiln class.
+// the functions that need no run (presets, config validation, share links, adapter info).
+// kiln.js re-exports them next to the Kiln class.
 
 import initWasm, * as bindings from './kiln_wasm.js';
-import { invalid, asError, checkKeys, configArg, checkpointBytes } from './args.js';
+import { invalid, asError, checkKeys, configArg } from './args.js';
 
 const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof window === 'undefined';
 
@@ -163,12 +163,6 @@ export function shareConfig(config) {
 export function openShared(state) {
   if (typeof state !== 'string') throw invalid('state', `expected the URL state string, got ${typeof state}`);
   return call((w) => w.openShared(state));
-}
-
-/** `{config, step}` from a checkpoint's header, without loading it. Needs `await init()`. */
-export function readCheckpoint(bytes) {
-  const view = checkpointBytes(bytes);
-  return call((w) => w.readCheckpoint(view));
 }
 
 /**

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Trunk's post_build hook (Trunk.toml; it runs before the minifier): the page's second wasm,
 # kiln_full — the library with the Cargo features the first-load wasm leaves out: `llama`
-# (building and training Llamas) and `formats` (the export folder for PyTorch / Hugging Face,
-# both ways). js/full.js loads it the first time a Llama is built, a run exported or an export
-# folder opened. A release build (`make build-page`) uses Cargo's `page` profile and wasm-opt
+# (building and training Llamas) and `formats` (reading checkpoints and quantized files,
+# quantizing, and the export folder for PyTorch / Hugging Face, both ways). js/full.js loads it
+# the first time a Llama is built, a file opened, or a run quantized or exported. A release build (`make build-page`) uses Cargo's `page` profile and wasm-opt
 # -Os, as Trunk does for the first wasm; `trunk serve` the dev profile.
 set -euo pipefail
 : "${TRUNK_STAGING_DIR:?build-full-wasm: Trunk runs this script as a post_build hook}"

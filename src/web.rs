@@ -23,6 +23,8 @@ use crate::session::{Session, METRIC_SLOTS};
 #[cfg(feature = "formats")]
 mod export;
 mod files;
+#[cfg(feature = "formats")]
+mod reading;
 
 #[wasm_bindgen(start)]
 pub fn start() {
@@ -194,20 +196,14 @@ pub fn provide_genesis(text: String) -> Result<(), JsValue> {
     crate::data::text::provide_genesis(text).map_err(js_error)
 }
 
-/// `{config, step}` from a checkpoint's header (its tensors are checked when it is loaded).
-#[wasm_bindgen(js_name = readCheckpoint)]
-pub fn read_checkpoint(bytes: &[u8]) -> Result<JsValue, JsValue> {
-    to_js(&crate::session::checkpoint::header(bytes).map_err(js_error)?)
-}
-
-/// Your own points from CSV text (`x,y,label` or `x,target` rows; blank lines, `#` comments and
-/// a header line are skipped): `{inputs, labels | targets, inputDim, classes}`.
 /// `[xmin, xmax, ymin, ymax]` of the plane box `extent` names (see `PlaneBox::new`).
 #[wasm_bindgen(js_name = planeBox)]
 pub fn plane_box(extent: Vec<f64>) -> Result<Vec<f64>, JsValue> {
     Ok(PlaneBox::new(&extent).map_err(js_error)?.bounds().to_vec())
 }
 
+/// Your own points from CSV text (`x,y,label` or `x,target` rows; blank lines, `#` comments and
+/// a header line are skipped): `{inputs, labels | targets, inputDim, classes}`.
 #[wasm_bindgen(js_name = parsePoints)]
 pub fn parse_points(csv: &str) -> Result<JsValue, JsValue> {
     let points = from_csv_any(csv).map_err(js_error)?;

@@ -72,7 +72,7 @@ async function create(config, play, origin = 'form', open = () => Kiln.create(co
     try {
       fresh = await open();
     } catch (e) {
-      postError({ quantized: 'load-quantized', export: 'import' }[origin] ?? 'create', e);
+      postError({ checkpoint: 'load', quantized: 'load-quantized', export: 'import' }[origin] ?? 'create', e);
       return;
     }
     if (gen !== generation) {
@@ -265,26 +265,28 @@ async function save(purpose, id, dtype = 'f32') {
 }
 
 /**
- * Loads a checkpoint: into the current run when it holds the same config, otherwise into a new
- * run built from the checkpoint's own config (the page then shows that config).
+ * Loads a checkpoint: into the current run when it holds the same config, otherwise as a new run
+ * built from the checkpoint itself (the page then shows its config).
  */
 async function load(bytes) {
   let meta;
   try {
-    meta = readCheckpoint(bytes);
+    meta = await readCheckpoint(bytes);
   } catch (e) {
     postError('load', e);
     return;
   }
   setPlaying(false);
   const same = run && JSON.stringify(run.info?.config) === JSON.stringify(meta.config);
-  if (!same && !(await create(meta.config, false, 'checkpoint'))) return;
+  if (!same && !(await create(meta.config, false, 'checkpoint', () => Kiln.fromCheckpoint(bytes)))) return;
   const gen = generation;
-  try {
-    await exclusive(() => run.load(bytes));
-  } catch (e) {
-    postError('load', e);
-    return;
+  if (same) {
+    try {
+      await exclusive(() => run.load(bytes));
+    } catch (e) {
+      postError('load', e);
+      return;
+    }
   }
   if (gen !== generation) return;
   step = meta.step;

@@ -189,8 +189,8 @@ await check('save, load and fromCheckpoint restore the run exactly', async () =>
   const restored = await run.weights();
   assert(restored.every((t, k) => t.data.every((x, j) => x === saved[k].data[j])), 'weights differ after load');
   await failsWith(() => run.load(new Uint8Array([1, 2, 3])), 'bad-checkpoint', 'checkpoint', 'garbage checkpoint');
-  const header = readCheckpoint(bytes);
-  assert(header.config.batch === 128 && header.step > 0 && readCheckpoint(bytes.buffer).step === header.step, `readCheckpoint ${JSON.stringify(header.step)}`);
+  const header = await readCheckpoint(bytes);
+  assert(header.config.batch === 128 && header.step > 0 && (await readCheckpoint(bytes.buffer)).step === header.step, `readCheckpoint ${JSON.stringify(header.step)}`);
   // A NaN written into the first tensor's data is refused on load, naming the tensor.
   const poisoned = bytes.slice();
   const headerLength = Number(new DataView(poisoned.buffer).getBigUint64(0, true));
@@ -213,7 +213,7 @@ await check('save, load and fromCheckpoint restore the run exactly', async () =>
   const fromHalf = await Kiln.fromCheckpoint(half);
   const rounded = await fromHalf.weights();
   assert(rounded.every((t, k) => t.data.every((x, j) => Math.abs(x - now[k].data[j]) <= Math.abs(now[k].data[j]) * 2 ** -11 + 2 ** -25)), 'f16 weights within rounding');
-  assert(readCheckpoint(half).step === readCheckpoint(bytes).step + 1, 'the f16 header reads');
+  assert((await readCheckpoint(half)).step === (await readCheckpoint(bytes)).step + 1, 'the f16 header reads');
   await fromHalf.dispose();
   await failsWith(() => run.save({ dtype: 'bf16' }), 'invalid-input', 'dtype', 'an unknown dtype');
 });
@@ -305,7 +305,7 @@ await check('exportFiles: a Llama and an MLP leave as folders and fromExport bri
     const files = await r.exportFiles();
     assert(names.every((n) => files[n] instanceof Uint8Array && files[n].length > 0), `files: ${Object.keys(files)}`);
     const back = await Kiln.fromExport(files);
-    assert(readCheckpoint(await back.save()).step === 4, 'the step comes back');
+    assert((await readCheckpoint(await back.save())).step === 4, 'the step comes back');
     assert((await back.evaluate()).loss === (await r.evaluate()).loss, 'the imported run scores exactly the same');
     await back.dispose();
   }

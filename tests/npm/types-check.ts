@@ -91,7 +91,7 @@ export async function documented(gpu: { requestAdapter(options?: object): Promis
   await run.load(new ArrayBuffer(8));
   // TypeScript 5.7+ types a view's `.buffer` as ArrayBufferLike.
   await run.load(bytes.buffer);
-  const header: CheckpointInfo = readCheckpoint(bytes);
+  const header: CheckpointInfo = await readCheckpoint(bytes);
   const at: number = header.step;
   run.on('recovered', (r: Recovered) => console.log(r.lostAt - r.resumedAt));
   const scored: number = (await run.evaluate()).scored;
