@@ -175,7 +175,12 @@ topK?: number,
 /**
  * Sampler seed (default 0): the same seed gives the same text.
  */
-seed?: number, };
+seed?: number, 
+/**
+ * Sample from the quantized copy (after `quantize`) instead of the run's weights (default
+ * false).
+ */
+quantized?: boolean, };
 
 export type TokenGuess = { 
 /**

@@ -264,7 +264,7 @@ export declare class Kiln {
   /** MLP only. */
   predictGrid(options?: PredictGridOptions): Promise<PredictGrid>;
   /** Llama only: continues `prompt` (its characters must occur in the training text). */
-  generate(prompt: string, options?: GenerateOptions & { quantized?: boolean }): Promise<string>;
+  generate(prompt: string, options?: GenerateOptions): Promise<string>;
   /**
    * Llama only: for each of the prompt's last `context` characters, the `k` (1..=min(vocab,
    * 256), default 5) most likely next characters and their probabilities, most likely first.

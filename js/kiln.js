@@ -292,7 +292,7 @@ export class Kiln {
   /** Continues `prompt` with a Llama run (characters the training text contains). */
   async generate(prompt, options) {
     checkPrompt(prompt);
-    // The sampling options and `quantized` (which weights) are checked on the Rust side.
+    // The options (sampling, and `quantized`: which weights) are checked on the Rust side.
     return this.#enqueue((s) => s.generate(prompt, options));
   }
 

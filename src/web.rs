@@ -16,13 +16,13 @@ use crate::error::{KilnError, Result};
 use crate::gpu::Gpu;
 use crate::param_layout::{layout, TensorSlot, UpdateRatio};
 use crate::presets::{preset as preset_config, PRESETS};
-use crate::session::generate::GenerateOptions;
 use crate::session::plane::PlaneBox;
 use crate::session::{Session, METRIC_SLOTS};
 
 #[cfg(feature = "formats")]
 mod export;
 mod files;
+mod llama_views;
 #[cfg(feature = "formats")]
 mod reading;
 
@@ -78,30 +78,18 @@ fn is_plain_object(value: &JsValue) -> bool {
     value.is_object() && !Array::is_array(value)
 }
 
-/// An options argument as JSON: None for undefined or null (the defaults); anything but an
-/// object (an array, a number) is refused, naming `what` (an array would otherwise read as the
-/// struct's fields in order).
-fn options_json(value: &JsValue, what: &str) -> Result<Option<String>> {
+/// An options argument: `T`'s defaults for undefined or null; anything but an object (an array,
+/// a number) is refused, naming `what` (an array would otherwise read as the struct's fields
+/// in order). (The page's first wasm has no binding that takes options.)
+#[cfg(any(feature = "llama", feature = "formats"))]
+fn options_or_default<T: Default + for<'de> serde::Deserialize<'de>>(value: &JsValue, what: &str) -> Result<T> {
     if value.is_undefined() || value.is_null() {
-        return Ok(None);
+        return Ok(T::default());
     }
     if !is_plain_object(value) {
         return Err(KilnError::invalid(what, "expected an options object"));
     }
-    object_json(value, what).map(Some)
-}
-
-/// `generate`'s options: the sampling (`GenerateOptions`) and `quantized`, which picks the
-/// weights (the quantized copy) rather than how to sample.
-fn generate_options(value: &JsValue) -> Result<(GenerateOptions, bool)> {
-    let Some(json) = options_json(value, "options")? else { return Ok((GenerateOptions::default(), false)) };
-    let mut fields: serde_json::Map<String, serde_json::Value> = crate::parse::from_json(&json, "options")?;
-    let quantized = match fields.remove("quantized") {
-        None => false,
-        Some(serde_json::Value::Bool(b)) => b,
-        Some(v) => return Err(KilnError::invalid("quantized", format!("must be true or false, got {v}"))),
-    };
-    Ok((crate::parse::from_json(&serde_json::Value::Object(fields).to_string(), "options")?, quantized))
+    crate::parse::from_json(&object_json(value, what)?, what)
 }
 
 /// An options or config object as JSON, through one parser with the CLI's and the files'.
@@ -323,31 +311,11 @@ impl WebSession {
         Ok(Float32Array::from(values.as_slice()))
     }
 
-    /// Continues `prompt`; `options` is a `GenerateOptions` object with `quantized` (or undefined).
-    pub async fn generate(&self, prompt: String, options: JsValue) -> Result<String, JsValue> {
-        let (opts, quantized) = generate_options(&options).map_err(js_error)?;
-        let params = self.session.weights_for(quantized).map_err(js_error)?;
-        self.session.generate_with(params, &prompt, &opts).await.map_err(js_error)
-    }
-
-    /// `PositionGuesses[]`: for each of the prompt's last `context` characters, the `k` most
-    /// likely next characters and their probabilities (softmax and top-k on the GPU).
-    #[wasm_bindgen(js_name = nextTokens)]
-    pub async fn next_tokens(&self, prompt: String, k: u32) -> Result<JsValue, JsValue> {
-        numbers_to_js(&self.session.next_tokens(&prompt, k as usize).await.map_err(js_error)?)
-    }
-
     /// `NeuronOutputs`: every neuron's output over the input plane (an MLP), one forward pass.
     #[wasm_bindgen(js_name = neuronOutputs)]
     pub async fn neuron_outputs(&self, size: u32, extent: Vec<f64>) -> Result<JsValue, JsValue> {
         let extent = PlaneBox::new(&extent).map_err(js_error)?;
         numbers_to_js(&self.session.neuron_outputs(size as usize, &extent).await.map_err(js_error)?)
-    }
-
-    /// `AttentionMaps`: every layer's and head's attention over the prompt (a Llama).
-    #[wasm_bindgen(js_name = attentionMaps)]
-    pub async fn attention_maps(&self, prompt: String) -> Result<JsValue, JsValue> {
-        numbers_to_js(&self.session.attention_maps(&prompt).await.map_err(js_error)?)
     }
 
     /// `Inspection`: histograms and quantiles of every tensor's weights, gradients and last

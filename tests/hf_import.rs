@@ -181,7 +181,8 @@ fn the_transformers_fixture_imports_with_transformers_logits_and_greedy_text() {
                 worst = worst.max((logits[pos * llama.vocab + kiln_id] as f64 - want).abs());
             }
         }
-        let greedy = pollster::block_on(s.generate(prompt, &GenerateOptions { max_tokens: 24, temperature: 0.0, top_k: 1, seed: 0 })).unwrap();
+        let greedy =
+            pollster::block_on(s.generate(prompt, &GenerateOptions { max_tokens: 24, temperature: 0.0, top_k: 1, ..GenerateOptions::default() })).unwrap();
         assert_eq!(greedy, case["greedy"].as_str().unwrap(), "greedy continuation of {prompt:?}");
     }
     // Kiln computes in f32 (Transformers' figures are float64 with f32 RoPE tables).

@@ -41,7 +41,7 @@ fn llama_learns_genesis_below_2_5_nats_and_generates() {
         assert!((before.loss - 60f64.ln()).abs() < 0.3, "an untrained model should be near uniform: {}", before.loss);
         assert!(after.loss < 2.5, "validation cross-entropy {} >= 2.5 nats/char", after.loss);
 
-        let opts = GenerateOptions { max_tokens: 40, temperature: 0.8, top_k: 10, seed: 3 };
+        let opts = GenerateOptions { max_tokens: 40, temperature: 0.8, top_k: 10, seed: 3, quantized: false };
         let text = s.generate("And God said", &opts).await.unwrap();
         println!("sample: And God said{text}");
         assert_eq!(text.chars().count(), 40);

@@ -85,8 +85,8 @@ fn a_llama_quantized_to_4_bits_samples_and_reloads() {
             r.tensors.iter().map(|t| t.relative_error).collect::<Vec<_>>()
         );
         assert!(r.bytes_after * 4 < r.bytes_before, "{} → {}", r.bytes_before, r.bytes_after);
-        let greedy = GenerateOptions { max_tokens: 12, temperature: 0.0, top_k: 5, seed: 1 };
-        let text = s.generate_with(s.weights_for(true).unwrap(), "the ", &greedy).await.unwrap();
+        let greedy = GenerateOptions { max_tokens: 12, temperature: 0.0, top_k: 5, seed: 1, quantized: false };
+        let text = s.generate("the ", &GenerateOptions { quantized: true, ..greedy.clone() }).await.unwrap();
         let back = Session::from_quantized(Gpu::new().await.unwrap(), &s.quantized_file().unwrap()).unwrap();
         assert_eq!(back.generate("the ", &greedy).await.unwrap(), text, "the reloaded file samples what the copy did");
         assert_eq!(back.evaluate(true).await.unwrap(), r.quantized);

@@ -26,7 +26,7 @@ pub struct AttentionMaps {
 
 impl Session {
     pub async fn attention_maps(&self, prompt: &str) -> Result<AttentionMaps> {
-        let PromptWindow { cfg, corpus, tokens, input, last } = self.prompt_window(prompt, "attention maps")?;
+        let PromptWindow { cfg, corpus, tokens, input, last } = self.prompt_window(prompt, super::generate::ATTENTION_VIEW)?;
         let (t, h) = (cfg.context, cfg.heads);
         let n = last + 1;
         let net = self.cfg.model.build(&self.gpu, &self.params, 1, false)?;

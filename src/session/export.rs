@@ -64,7 +64,8 @@ impl Session {
             let vocab = logits.len() / context;
             let rows: Vec<&[f32]> = logits.chunks_exact(vocab).take(n).collect();
             let prompt = corpus.decode(tokens);
-            let greedy = self.generate(&prompt, &GenerateOptions { max_tokens: greedy_tokens, temperature: 0.0, top_k: 1, seed: 0 }).await?;
+            let greedy =
+                self.generate(&prompt, &GenerateOptions { max_tokens: greedy_tokens, temperature: 0.0, top_k: 1, ..GenerateOptions::default() }).await?;
             cases.push(json!({ "prompt": prompt, "tokens": tokens, "logits": rows, "greedy": greedy }));
         }
         Ok(json!({ "prompts": cases }))

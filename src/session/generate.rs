@@ -6,7 +6,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{ensure, KilnError, Result};
 use crate::gpu::Op;
-use crate::model::params::ParamStore;
 use crate::rng::Rng;
 use crate::session::Session;
 
@@ -27,15 +26,29 @@ pub struct GenerateOptions {
     /// Sampler seed (default 0): the same seed gives the same text.
     #[cfg_attr(test, ts(as = "Option<usize>", optional))]
     pub seed: u64,
+    /// Sample from the quantized copy (after `quantize`) instead of the run's weights (default
+    /// false).
+    #[cfg_attr(test, ts(as = "Option<_>", optional))]
+    pub quantized: bool,
 }
 
 impl Default for GenerateOptions {
     fn default() -> Self {
-        GenerateOptions { max_tokens: 200, temperature: 0.8, top_k: 20, seed: 0 }
+        GenerateOptions { max_tokens: 200, temperature: 0.8, top_k: 20, seed: 0, quantized: false }
     }
 }
 
 pub const MAX_GENERATED: usize = 4096;
+
+/// The Llama views, as their errors name them.
+pub const GENERATION: &str = "text generation";
+pub const NEXT_TOKENS_VIEW: &str = "the next-token view";
+pub const ATTENTION_VIEW: &str = "the attention-map view";
+
+/// A Llama view (`what`) asked of a model that is not one.
+pub fn needs_llama(what: &str) -> KilnError {
+    KilnError::invalid("model", format!("{what} needs a Llama model"))
+}
 
 impl GenerateOptions {
     pub fn validate(&self) -> Result<()> {
@@ -68,17 +81,12 @@ pub fn sample(logits: &[f32], temperature: f32, k: usize, rng: &mut Rng) -> usiz
 }
 
 impl Session {
-    /// Continues `prompt` by up to `opts.max_tokens` characters.
+    /// Continues `prompt` by up to `opts.max_tokens` characters, from the run's weights or
+    /// (`opts.quantized`) its quantized copy.
     pub async fn generate(&self, prompt: &str, opts: &GenerateOptions) -> Result<String> {
-        self.generate_with(&self.params, prompt, opts).await
-    }
-
-    /// `generate` from these weights (the run's, or its quantized copy).
-    pub async fn generate_with(&self, params: &ParamStore, prompt: &str, opts: &GenerateOptions) -> Result<String> {
+        let cfg = self.llama_view(GENERATION)?;
         opts.validate()?;
-        let Some(cfg) = self.cfg.model.as_llama() else {
-            return Err(KilnError::invalid("model", "text generation needs a Llama model"));
-        };
+        let params = self.weights_for(opts.quantized)?;
         let corpus = self.data.corpus().ok_or_else(|| KilnError::invalid("data", "text generation needs text data"))?;
         let mut tokens = corpus.encode(prompt)?;
         if tokens.is_empty() {
@@ -113,12 +121,15 @@ pub(super) struct PromptWindow<'a> {
 }
 
 impl Session {
+    /// The Llama's config for the view `what` (a `*_VIEW` name), or the error that names it.
+    pub fn llama_view(&self, what: &str) -> Result<&crate::model::llama::LlamaConfig> {
+        self.cfg.model.as_llama().ok_or_else(|| needs_llama(what))
+    }
+
     /// The prompt as a Llama view needs it; `what` names the view in the errors.
     pub(super) fn prompt_window(&self, prompt: &str, what: &str) -> Result<PromptWindow<'_>> {
-        let Some(cfg) = self.cfg.model.as_llama() else {
-            return Err(KilnError::invalid("model", format!("{what} need a Llama model")));
-        };
-        let corpus = self.data.corpus().ok_or_else(|| KilnError::invalid("data", format!("{what} need text data")))?;
+        let cfg = self.llama_view(what)?;
+        let corpus = self.data.corpus().ok_or_else(|| KilnError::invalid("data", format!("{what} needs text data")))?;
         let tokens = corpus.encode(prompt)?;
         ensure(!tokens.is_empty(), "prompt", || "needs at least one character".into())?;
         let (input, last) = window(&tokens, cfg.context);

@@ -33,7 +33,7 @@ pub struct PositionGuesses {
 impl Session {
     /// For each of the prompt's last `context` characters, the k most likely next ones.
     pub async fn next_tokens(&self, prompt: &str, k: usize) -> Result<Vec<PositionGuesses>> {
-        let PromptWindow { cfg, corpus, tokens, input, last } = self.prompt_window(prompt, "next-token probabilities")?;
+        let PromptWindow { cfg, corpus, tokens, input, last } = self.prompt_window(prompt, super::generate::NEXT_TOKENS_VIEW)?;
         let (t, v) = (cfg.context, cfg.vocab);
         let net = self.cfg.model.build(&self.gpu, &self.params, 1, false)?;
         // (T, V) probabilities; (T, k) the winners' tokens and probabilities

@@ -6,7 +6,7 @@
 use js_sys::Uint8Array;
 use wasm_bindgen::prelude::*;
 
-use super::{acquire_gpu, js_error, numbers_to_js, options_json, to_js, WebSession};
+use super::{acquire_gpu, js_error, numbers_to_js, options_or_default, to_js, WebSession};
 use crate::quantize::QuantizeOptions;
 use crate::session::Session;
 
@@ -43,10 +43,7 @@ impl WebSession {
     /// `QuantizeReport`: quantizes the current weights (`options`: a `QuantizeOptions` object or
     /// undefined) into a copy beside them, and scores both.
     pub async fn quantize(&mut self, options: JsValue) -> Result<JsValue, JsValue> {
-        let opts: QuantizeOptions = match options_json(&options, "options").map_err(js_error)? {
-            None => QuantizeOptions::default(),
-            Some(json) => crate::parse::from_json(&json, "options").map_err(js_error)?,
-        };
+        let opts: QuantizeOptions = options_or_default(&options, "options").map_err(js_error)?;
         numbers_to_js(&self.session.quantize(&opts).await.map_err(js_error)?)
     }
 
