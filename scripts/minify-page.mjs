@@ -1,13 +1,15 @@
-// Trunk's post_build hook (Trunk.toml): in a release build (`make build-page`), minifies every
-// JavaScript file of the page in Trunk's staging folder with esbuild, in place, each file on its
-// own, so the page's modules keep their names and imports (the wasm-bindgen glue included;
-// files already minified, *.min.js, are left as they are). `trunk serve` builds for debugging
-// and keeps the sources readable. The page's JS is a fifth of what it downloads and half of
-// that is comments and indentation (bench/RESULTS.md, session 13).
+// Trunk's post_build hook (Trunk.toml): in a release build (`make build-page`), bundles the page
+// thread's modules (app.js and the ui/ modules it imports) into app.js, then minifies every
+// other JavaScript file of the page in Trunk's staging folder with esbuild, in place, each file
+// on its own, so the worker's modules keep their names and imports (the wasm-bindgen glue
+// included, which finds its wasm beside itself; files already minified, *.min.js, are left as
+// they are). `trunk serve` builds for debugging and keeps the sources readable. The page's JS
+// is a fifth of what it downloads and half of that is comments and indentation; bundled, the
+// page thread's 20 files share one gzip dictionary (bench/RESULTS.md, sessions 13 and 24).
 
 import fs from 'node:fs';
 import path from 'node:path';
-import { transform } from 'esbuild';
+import { build, transform } from 'esbuild';
 
 const staging = process.env.TRUNK_STAGING_DIR;
 if (!staging) {
@@ -25,9 +27,15 @@ function scripts(dir) {
   });
 }
 
+const app = path.join(staging, 'app.js');
+const appSource = fs.readFileSync(app, 'utf8').length;
+// The worker is its own entry (new Worker(new URL('./worker.js', import.meta.url))), left as is.
+await build({ entryPoints: [app], outfile: app, allowOverwrite: true, bundle: true, format: 'esm', minify: true, logLevel: 'warning' });
+console.log(`minify-page: app.js and its modules bundled into ${fs.statSync(app).size} bytes (app.js alone was ${appSource})`);
+
 let before = 0;
 let after = 0;
-for (const file of scripts(staging)) {
+for (const file of scripts(staging).filter((f) => f !== app)) {
   const source = fs.readFileSync(file, 'utf8');
   // ES modules stay ES modules (no format given): only whitespace, comments and local names go.
   const { code } = await transform(source, { minify: true, loader: 'js', sourcefile: file });
