@@ -13,7 +13,7 @@
 // quantizes.
 
 import { bindings, ensureInit, genesisText, loadGenesis, withGenesis } from './module.js';
-import { asError, checkpointBytes } from './args.js';
+import { invalid, asError, checkpointBytes } from './args.js';
 
 let second = null; // Promise<the second wasm's bindings>, loaded once
 
@@ -25,9 +25,14 @@ function fullModule() {
     // A name in a variable, so that a bundler leaves the import alone (the npm package has no
     // such file and never asks for it).
     const name = './full/kiln_full.js';
-    const module = await import(/* @vite-ignore */ new URL(name, import.meta.url).href);
-    await module.default();
-    return module;
+    try {
+      const module = await import(/* @vite-ignore */ new URL(name, import.meta.url).href);
+      await module.default();
+      return module;
+    } catch (e) {
+      // Named like genesis.txt's failed fetch: the file, and that trying again may work.
+      throw invalid(name.slice(2), `loading the page's second wasm failed (${asError(e).message}); check the connection and try again`);
+    }
   })();
   second.catch(() => {
     second = null; // a failed load may be retried

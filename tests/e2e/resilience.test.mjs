@@ -1,7 +1,8 @@
 // resilience.test.mjs — the page under trouble, in headless Chromium with SwiftShader's WebGPU
 // against the Trunk release build: the GPU device destroyed mid-training, the tab hidden and
-// frozen, and the page without a usable WebGPU: no navigator.gpu, no adapter, or an insecure
-// (plain-http, non-localhost) origin; and runs kept across a reload (nothing trained is lost).
+// frozen, the page's second wasm failing to load, and the page without a usable WebGPU: no
+// navigator.gpu, no adapter, or an insecure (plain-http, non-localhost) origin; and runs kept
+// across a reload (nothing trained is lost).
 //   node tests/e2e/resilience.test.mjs [dist-dir]
 
 import path from 'node:path';
@@ -78,6 +79,26 @@ async function main() {
     await test('no uncaught page errors', null, async () => {
       const unexpected = errors.filter((e) => !/favicon/.test(e));
       assert(unexpected.length === 0, `page errors: ${unexpected.slice(0, 3).join(' | ')}`);
+    });
+
+    await test('the second wasm failing to load is named, the MLP run goes on, and a retry works', null, async () => {
+      const pageErrors = [];
+      const p = await newPage(browser, { errors: pageErrors });
+      await p.context().route('**/full/**', (r) => r.abort());
+      await p.goto(server.url);
+      await until(p, () => window.kilnPage?.summary().info?.model === 'mlp', null, 'the first run', 60_000);
+      await p.selectOption('#preset', 'llama-tiny');
+      const message = await until(p, () => window.kilnPage.summary().error, null, 'the failed load', 60_000);
+      assert(/full\/kiln_full\.js.*second wasm failed.*try again/.test(message), `the message: ${message}`);
+      assert((await summary(p)).info.model === 'mlp', 'the MLP run stays');
+      await until(p, () => /not applied|previous model is still loaded/.test(document.getElementById('status').textContent), null, 'the status to say the previous run stays', 5_000);
+      await p.context().unroute('**/full/**');
+      await p.selectOption('#preset', 'mlp-spiral');
+      await until(p, () => window.kilnPage.summary().info?.config?.batch !== undefined && window.kilnPage.summary().error === null, null, 'back to the MLP', 60_000);
+      await p.selectOption('#preset', 'llama-tiny');
+      await until(p, () => window.kilnPage.summary().info?.model === 'llama', null, 'the Llama, loaded on the retry', 60_000);
+      assert(pageErrors.length === 0, `page errors: ${pageErrors.slice(0, 3).join(' | ')}`);
+      await p.context().close();
     });
 
     await test('without WebGPU the page explains what is needed', null, async () => {
