@@ -101,4 +101,23 @@ mod tests {
         assert!(e.starts_with("invalid `seed`: must be a whole number ≥ 0"), "{e}");
         assert!(!message(&format!("{SPIRAL},\"optimizer\":{{\"lr\":1e300}}}}")).contains("inf"));
     }
+
+    #[test]
+    fn the_path_survives_line_breaks_nesting_and_a_tagged_schedule_given_last() {
+        // Pretty-printed, as a CLI file is: the error is on line 6.
+        let pretty = serde_json::to_string_pretty(&serde_json::from_str::<serde_json::Value>(&format!("{SPIRAL}}}")).unwrap()).unwrap();
+        let e = message(&pretty.replace("\"noise\": 0.1", "\"noise\": \"lots\""));
+        assert_eq!(e, "invalid `data.points.noise`: must be a finite number, got string \"lots\"");
+        let e = message(&SPIRAL.replace("[16]", "{\"width\": 16}").replace("\"batch\":8", "\"batch\":8}"));
+        assert!(e.starts_with("invalid `model.mlp.hidden`: must be a list"), "{e}");
+        // The schedule is read whole before its kind is known (an internally tagged enum), and it
+        // is the optimizer's last member: its error still names it (a path read back from where
+        // serde_json stopped named `optimizer` here, session 24).
+        let schedule = r#"{"kind":"warmup_cosine","warmup_steps":10,"total_steps":100}"#;
+        let e = message(&format!("{SPIRAL},\"optimizer\":{{\"lr\":0.1,\"schedule\":{schedule}}}}}"));
+        assert_eq!(e, "invalid `optimizer.schedule.min_lr_fraction`: is missing");
+        // A unit variant where a struct variant belongs, as the last member: named too.
+        let e = message(r#"{"model":{"mlp":{"input_dim":2,"hidden":[16],"output_dim":2,"activation":"relu"}},"batch":8,"data":"points"}"#);
+        assert!(e.starts_with("invalid `data.points`"), "{e}");
+    }
 }

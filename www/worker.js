@@ -270,12 +270,14 @@ async function save(purpose, id, dtype = 'f32') {
  */
 async function load(bytes) {
   let meta;
+  const asked = generation;
   try {
-    meta = await readCheckpoint(bytes);
+    meta = await readCheckpoint(bytes); // the page's second wasm reads it: its first use loads it
   } catch (e) {
     postError('load', e);
     return;
   }
+  if (asked !== generation) return; // another run was asked for meanwhile
   setPlaying(false);
   const same = run && JSON.stringify(run.info?.config) === JSON.stringify(meta.config);
   if (!same && !(await create(meta.config, false, 'checkpoint', () => Kiln.fromCheckpoint(bytes)))) return;

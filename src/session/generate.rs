@@ -87,7 +87,7 @@ impl Session {
         let cfg = self.llama_view(GENERATION)?;
         opts.validate()?;
         let params = self.weights_for(opts.quantized)?;
-        let corpus = self.data.corpus().ok_or_else(|| KilnError::invalid("data", "text generation needs text data"))?;
+        let corpus = self.data.corpus().ok_or_else(|| KilnError::invalid("data", format!("{GENERATION} needs text data")))?;
         let mut tokens = corpus.encode(prompt)?;
         if tokens.is_empty() {
             tokens = corpus.encode("\n").unwrap_or_else(|_| vec![0]);
