@@ -3,15 +3,17 @@
 // models this small every dispatch costs more to encode and launch than its arithmetic, so
 // fewer dispatches is what makes a step fast.
 //
-//   mlp_fused_rows:   8 batch rows per workgroup, 32 threads per row, one per neuron. Layer by
-//                     layer, each thread computes its neuron for its row from the activations
-//                     in workgroup memory; then the loss and its gradient, and the backward
-//                     pass, where the workgroup sums its rows' weight and bias gradients and
-//                     writes them, with its loss, to its own slot of `partials`. (One thread
-//                     per row, running whole layers, was latency-bound: 36 µs a step for
-//                     mlp-spiral on an H200.)
-//   mlp_fused_reduce: one thread per parameter: grads[p] += Σ over workgroups, in order (no
-//                     float atomics: reproducible); the last thread writes the mean loss.
+//   mlp_fused_rows:   256 threads a workgroup, mf.stride per batch row (16, 32 or 64: the
+//                     widest layer rounded up to a power of two), one per neuron, so 16, 8 or 4
+//                     rows a pass. Layer by layer, each thread computes its neuron for its row
+//                     from the activations in workgroup memory; then the loss and its gradient,
+//                     and the backward pass, where the workgroup sums its rows' weight and bias
+//                     gradients into its own slot of `partials`, with its loss. A workgroup
+//                     takes every mf.groups-th pass of rows, so the slots (and the partials)
+//                     stay few for big batches. (One thread per row, running whole layers, was
+//                     latency-bound: 36 µs a step for mlp-spiral on an H200.)
+//   mlp_fused_reduce: one thread per parameter: grads[p] += Σ over slots, in order (no float
+//                     atomics: reproducible); the last thread writes the mean loss.
 //
 // The math is that of the per-layer path (mlp.rs + loss.wgsl): layer l computes
 // z = W_l·h + b_l (W_l stored (out, in) at its offset of the flat parameter buffer), h = f(z)
@@ -19,10 +21,9 @@
 // loss and a zero gradient for a label out of range; MSE's is 2(pred − target)/(B·out).
 // Limits (checked by the host): every width ≤ MF_MAXW, at most MF_MAXL layers.
 
-const MF_MAXW: u32 = 32u; // widest layer (inputs, hidden, outputs)
+const MF_MAXW: u32 = 64u; // widest layer (inputs, hidden, outputs)
 const MF_MAXL: u32 = 4u;  // layers
-const MF_ROWS: u32 = 8u;  // rows per workgroup, MF_MAXW threads each
-const MF_PLANE: u32 = MF_ROWS * MF_MAXW; // values in a plane: one per thread
+const MF_PLANE: u32 = 256u; // values in a plane: one per thread, [row * mf.stride + neuron]
 
 struct MfLayer {
     w: u32,      // offset of W (out, in) in the flat parameters
@@ -40,6 +41,10 @@ struct MfParams {
     groups: u32,      // partials slots: workgroups of mlp_fused_rows, threads of mlp_fused_rows_serial
     loss_scale: f32,  // 1/B (cross-entropy) or 1/(B·out) (MSE): the mean
     grad_scale: f32,  // 1/B or 2/(B·out): d mean loss / d output, without the (p − y) factor
+    stride: u32,      // mlp_fused_rows: threads per row (a power of two, 16..=MF_MAXW)
+    passes: u32,      // mlp_fused_rows: ⌈B / rows a pass⌉, dealt out to the mf.groups workgroups
+    pad0: u32,
+    pad1: u32,
     layer: array<MfLayer, 4>,
 };
 
@@ -49,7 +54,7 @@ struct MfParams {
 @group(0) @binding(3) var<storage, read_write> mf_partials: array<f32>;  // (G, P + 1)
 @group(0) @binding(4) var<uniform> mf: MfParams;
 
-// Planes of (MF_ROWS, MF_MAXW) values, one per thread: [row * MF_MAXW + neuron].
+// Planes of MF_PLANE values, one per thread: (MF_PLANE / mf.stride rows, mf.stride neurons).
 var<workgroup> mf_h: array<f32, (MF_MAXL + 1u) * MF_PLANE>;    // (MF_MAXL + 1) planes: layer l's input (l = 0: x; l = L: the output)
 var<workgroup> mf_pre: array<f32, MF_MAXL * MF_PLANE>;  // (MF_MAXL) planes: layer l's pre-activation z
 var<workgroup> mf_grad: array<f32, 2u * MF_PLANE>;  // (2) planes: d loss / d z of the layer being backpropagated, and of the one below
@@ -124,40 +129,55 @@ fn mlp_fused_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_
                   @builtin(num_workgroups) nwg: vec3<u32>) {
     let g = row_index(wg, nwg);
     if (g >= mf.groups) { return; } // whole workgroup: barriers stay uniform
-    let row = lid / MF_MAXW; // this thread's row in the workgroup
-    let j = lid % MF_MAXW;   // and its neuron (input, output) index
-    let r = g * MF_ROWS + row;
+    for (var p = g; p < mf.passes; p += mf.groups) {
+        mf_rows_pass(lid, p, g * (mf.total + 1u), p == g);
+    }
+}
+
+// partials[at] = v in a slot's first pass (what the last step left is never read), += v after.
+fn mf_put(at: u32, v: f32, first: bool) {
+    if (first) {
+        mf_partials[at] = v;
+    } else {
+        mf_partials[at] += v;
+    }
+}
+
+// Pass p: rows p·(MF_PLANE / mf.stride) onwards, into the slot at `slot`.
+fn mf_rows_pass(lid: u32, p: u32, slot: u32, first: bool) {
+    let per = MF_PLANE / mf.stride; // rows a pass
+    let row = lid / mf.stride; // this thread's row in the pass
+    let j = lid % mf.stride;   // and its neuron (input, output) index; lid is its place in a plane
+    let r = p * per + row;
     let live = r < mf.rows;
     let rc = min(r, mf.rows - 1u); // rows past the batch read the last one, and count zero
-    let at = row * MF_MAXW + j;    // this thread's place in a plane
-    let slot = g * (mf.total + 1u);
     let in0 = mf.layer[0].fan_in;
-    mf_h[at] = select(0.0, mf_x[rc * in0 + min(j, in0 - 1u)], live && j < in0);
+    mf_h[lid] = select(0.0, mf_x[rc * in0 + min(j, in0 - 1u)], live && j < in0);
     workgroupBarrier();
     let last = mf.layers - 1u;
     for (var l = 0u; l < mf.layers; l++) {
         let ly = mf.layer[l];
         if (j < ly.out) {
-            let s = mf_neuron(ly.w + j * ly.fan_in, ly.fan_in, mf_w[ly.b + j], l * MF_PLANE + row * MF_MAXW);
-            mf_pre[l * MF_PLANE + at] = s;
-            mf_h[(l + 1u) * MF_PLANE + at] = select(mf_act(s), s, l == last);
+            let s = mf_neuron(ly.w + j * ly.fan_in, ly.fan_in, mf_w[ly.b + j], l * MF_PLANE + row * mf.stride);
+            mf_pre[l * MF_PLANE + lid] = s;
+            mf_h[(l + 1u) * MF_PLANE + lid] = select(mf_act(s), s, l == last);
         }
         workgroupBarrier();
     }
 
     let outs = mf.layer[last].out;
-    let d = mf_loss_grad(rc, j, mf.layers * MF_PLANE + row * MF_MAXW, outs, at);
-    mf_grad[at] = select(0.0, d, live);
-    if (!live) { mf_loss[at] = 0.0; }
+    let d = mf_loss_grad(rc, j, mf.layers * MF_PLANE + row * mf.stride, outs, lid);
+    mf_grad[lid] = select(0.0, d, live);
+    if (!live) { mf_loss[lid] = 0.0; }
     workgroupBarrier();
     if (lid == 0u) {
         var sum = 0.0;
-        for (var k = 0u; k < MF_ROWS; k++) {
+        for (var k = 0u; k < per; k++) {
             var row_loss = 0.0;
-            for (var o = 0u; o < outs; o++) { row_loss += mf_loss[k * MF_MAXW + o]; }
+            for (var o = 0u; o < outs; o++) { row_loss += mf_loss[k * mf.stride + o]; }
             sum += row_loss;
         }
-        mf_partials[slot + mf.total] = sum;
+        mf_put(slot + mf.total, sum, first);
     }
 
     // Backward, last layer first: the workgroup sums dW = Σ_rows dz ⊗ input and db = Σ_rows dz,
@@ -172,18 +192,18 @@ fn mlp_fused_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_
             let o = e / ly.fan_in;
             let i = e % ly.fan_in;
             var acc = 0.0;
-            for (var k = 0u; k < MF_ROWS; k++) { acc += mf_grad[dz + k * MF_MAXW + o] * mf_h[h + k * MF_MAXW + i]; }
-            mf_partials[slot + ly.w + e] = acc;
+            for (var k = 0u; k < per; k++) { acc += mf_grad[dz + k * mf.stride + o] * mf_h[h + k * mf.stride + i]; }
+            mf_put(slot + ly.w + e, acc, first);
         }
         if (lid < ly.out) {
             var acc = 0.0;
-            for (var k = 0u; k < MF_ROWS; k++) { acc += mf_grad[dz + k * MF_MAXW + lid]; }
-            mf_partials[slot + ly.b + lid] = acc;
+            for (var k = 0u; k < per; k++) { acc += mf_grad[dz + k * mf.stride + lid]; }
+            mf_put(slot + ly.b + lid, acc, first);
         }
         if (l > 0u && j < ly.fan_in) {
             // dh = W_lᵀ·dz for this row and input j, then through the previous layer's activation.
             let f = ly.fan_in;
-            let base = dz + row * MF_MAXW;
+            let base = dz + row * mf.stride;
             var acc = vec4<f32>(0.0);
             var o = 0u;
             while (o + 4u <= ly.out) {
@@ -196,9 +216,9 @@ fn mlp_fused_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_
                 o += 1u;
             }
             let dh = (acc.x + acc.y) + (acc.z + acc.w);
-            mf_grad[(cur ^ 1u) * MF_PLANE + at] = dh * mf_act_grad(mf_pre[(l - 1u) * MF_PLANE + at]);
+            mf_grad[(cur ^ 1u) * MF_PLANE + lid] = dh * mf_act_grad(mf_pre[(l - 1u) * MF_PLANE + lid]);
         }
-        workgroupBarrier(); // the next layer reads the plane written here and overwrites this one
+        workgroupBarrier(); // the next layer (or pass) reads the plane written here and overwrites this one
         cur = cur ^ 1u;
     }
 }

@@ -11,6 +11,7 @@
 // number of slots here (the host's FusedRows::PerRow), which mlp_fused_reduce sums.
 
 const MFS_THREADS: u32 = 16u; // threads per workgroup
+const MFS_MAXW: u32 = 32u;    // widest layer it takes (its per-row arrays hold 5 layers' worth: 160)
 
 // The dot products below keep four partial sums: one running sum would make every
 // multiply-add wait for the one before it, and these loops are the kernel's whole cost.
@@ -29,15 +30,6 @@ fn mfs_neuron(w: u32, fan_in: u32, bias: f32, a: ptr<function, array<f32, 160>>,
         i += 1u;
     }
     return (s.x + s.y) + (s.z + s.w);
-}
-
-// partials[at] = v for a slot's first row (last step's value is never read), += v for the rest.
-fn mfs_put(at: u32, v: f32, first: bool) {
-    if (first) {
-        mf_partials[at] = v;
-    } else {
-        mf_partials[at] += v;
-    }
 }
 
 // Row r's loss from its outputs a[y .. y + outs], and d loss / d output into d.
@@ -87,17 +79,17 @@ fn mfs_row(r: u32, slot: u32, first: bool) {
     for (var l = 0u; l < mf.layers; l++) {
         let ly = mf.layer[l];
         for (var o = 0u; o < ly.out; o++) {
-            let s = mfs_neuron(ly.w + o * ly.fan_in, ly.fan_in, mf_w[ly.b + o], &a, l * MF_MAXW);
-            z[l * MF_MAXW + o] = s;
-            a[(l + 1u) * MF_MAXW + o] = select(mf_act(s), s, l == last);
+            let s = mfs_neuron(ly.w + o * ly.fan_in, ly.fan_in, mf_w[ly.b + o], &a, l * MFS_MAXW);
+            z[l * MFS_MAXW + o] = s;
+            a[(l + 1u) * MFS_MAXW + o] = select(mf_act(s), s, l == last);
         }
     }
 
     // Loss of this row and d loss / d output (d[o]).
     let outs = mf.layer[last].out;
     var d: array<f32, 32>;
-    let row_loss = mfs_loss(r, &a, (last + 1u) * MF_MAXW, outs, &d);
-    mfs_put(slot + mf.total, row_loss, first);
+    let row_loss = mfs_loss(r, &a, (last + 1u) * MFS_MAXW, outs, &d);
+    mf_put(slot + mf.total, row_loss, first);
 
     // Backward, last layer first: dW += dz ⊗ input and db += dz into the slot.
     var dn: array<f32, 32>;
@@ -106,8 +98,8 @@ fn mfs_row(r: u32, slot: u32, first: bool) {
         let ly = mf.layer[l];
         for (var o = 0u; o < ly.out; o++) {
             let w = slot + ly.w + o * ly.fan_in;
-            for (var i = 0u; i < ly.fan_in; i++) { mfs_put(w + i, d[o] * a[l * MF_MAXW + i], first); }
-            mfs_put(slot + ly.b + o, d[o], first);
+            for (var i = 0u; i < ly.fan_in; i++) { mf_put(w + i, d[o] * a[l * MFS_MAXW + i], first); }
+            mf_put(slot + ly.b + o, d[o], first);
         }
         if (l > 0u) {
             // dh = W_lᵀ·dz, then through the previous layer's activation.
@@ -124,7 +116,7 @@ fn mfs_row(r: u32, slot: u32, first: bool) {
                     acc.x += mf_w[ly.w + o * ly.fan_in + i] * d[o];
                     o += 1u;
                 }
-                dn[i] = ((acc.x + acc.y) + (acc.z + acc.w)) * mf_act_grad(z[(l - 1u) * MF_MAXW + i]);
+                dn[i] = ((acc.x + acc.y) + (acc.z + acc.w)) * mf_act_grad(z[(l - 1u) * MFS_MAXW + i]);
             }
             for (var i = 0u; i < ly.fan_in; i++) { d[i] = dn[i]; }
         }

@@ -282,7 +282,9 @@ fn bench_config(gpu: Gpu, name: &str, cfg: SessionConfig, seconds: f64, chunk: u
 pub async fn scaling(seconds: f64) -> Result<ScalingReport> {
     let info = Gpu::new().await?.summary();
     let (mut rows, mut profile) = (vec![], vec![]);
-    for (name, cfg) in crate::presets::scaling() {
+    // KILN_SCALING_ONLY=PREFIX keeps the configs whose name starts with it (for A/B runs).
+    let only = std::env::var("KILN_SCALING_ONLY").unwrap_or_default();
+    for (name, cfg) in crate::presets::scaling().into_iter().filter(|(name, _)| name.starts_with(&only)) {
         let llama = matches!(cfg.model, crate::model::ModelConfig::Llama(_));
         let (r, parameters) = bench_config(Gpu::new().await?, &name, cfg.clone(), seconds, if llama { 10 } else { 50 })?;
         println!(

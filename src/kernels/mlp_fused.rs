@@ -15,9 +15,14 @@ pub const MLP_FUSED_REDUCE: Kernel = Kernel { entry: "mlp_fused_reduce", family:
 
 pub const KERNELS: &[&Kernel] = &[&MLP_FUSED_ROWS, &MLP_FUSED_ROWS_SERIAL, &MLP_FUSED_REDUCE];
 
-/// Widest layer and most layers the fused kernels take (MF_MAXW, MF_MAXL in the shader).
-pub const MAX_WIDTH: usize = 32;
+/// Most layers the fused kernels take (MF_MAXL in the shader).
 pub const MAX_LAYERS: usize = 4;
+/// Threads of a `mlp_fused_rows` workgroup (MF_PLANE), `stride` per row.
+const PLANE: usize = 256;
+/// At most this many partials slots (workgroups of `mlp_fused_rows`): a bigger batch deals its
+/// passes out to them, so the partials (slots × (P + 1)) stay a few MB at any batch size.
+const MAX_SLOTS: usize = 256;
+
 /// Which kernel runs the rows: a thread per neuron (`mlp_fused_rows`, for GPUs) or a thread
 /// per partials slot running whole rows (`mlp_fused_rows_serial`, for CPU adapters, which run a
 /// workgroup's threads as loops).
@@ -30,19 +35,41 @@ pub enum FusedRows {
 impl FusedRows {
     /// The kernel that is faster on this adapter.
     pub fn for_gpu(gpu: &Gpu) -> FusedRows {
-        match Adapter::of(gpu) {
+        Self::for_adapter(Adapter::of(gpu))
+    }
+
+    pub fn for_adapter(adapter: Adapter) -> FusedRows {
+        match adapter {
             Adapter::Cpu => FusedRows::PerRow,
             Adapter::Gpu => FusedRows::PerNeuron,
         }
     }
 
-    /// Partials slots for a batch of `rows`: one per workgroup of 8 rows (MF_ROWS) for the
-    /// per-neuron kernel; one per thread for the serial one, each thread taking every
-    /// slots-th row (at most 256 slots, so the partials stay small for big batches).
-    fn slots(self, rows: usize) -> usize {
+    /// The widest layer the kernel takes: MF_MAXW, or MFS_MAXW for the serial one (whose
+    /// per-row arrays live in each thread's registers).
+    pub fn max_width(self) -> usize {
         match self {
-            FusedRows::PerNeuron => rows.div_ceil(8),
-            FusedRows::PerRow => rows.min(256),
+            FusedRows::PerNeuron => 64,
+            FusedRows::PerRow => 32,
+        }
+    }
+
+    /// Whether layers of these (in, out) shapes fit this kernel.
+    pub fn fits(self, dims: &[(usize, usize)]) -> bool {
+        !dims.is_empty() && dims.len() <= MAX_LAYERS && dims.iter().all(|&(i, o)| i.max(o) <= self.max_width())
+    }
+
+    /// (partials slots, passes of rows) for a batch of `rows` whose widest layer takes `stride`
+    /// threads: per-neuron, a pass is PLANE / stride rows and each of at most MAX_SLOTS
+    /// workgroups takes every slots-th pass; serial, a slot is a thread taking every slots-th
+    /// row (at most 256 slots).
+    fn slots(self, rows: usize, stride: usize) -> (usize, usize) {
+        match self {
+            FusedRows::PerNeuron => {
+                let passes = rows.div_ceil(PLANE / stride);
+                (passes.min(MAX_SLOTS), passes)
+            }
+            FusedRows::PerRow => (rows.min(256), rows),
         }
     }
 
@@ -53,6 +80,20 @@ impl FusedRows {
             FusedRows::PerRow => slots.div_ceil(16),
         }
     }
+}
+
+/// Threads per row of `mlp_fused_rows` for layers as wide as `widest`: a power of two, so
+/// PLANE holds whole rows, and at least 16, so the workgroup's serial sums over its rows stay
+/// short.
+fn stride(widest: usize) -> usize {
+    widest.next_power_of_two().max(16)
+}
+
+/// Floats of the partials the fused pass keeps for a batch of `rows` through layers `dims`
+/// with `params` flat parameters (what the fit check counts).
+pub fn partials_len(kind: FusedRows, dims: &[(usize, usize)], rows: usize, params: usize) -> usize {
+    let widest = dims.iter().map(|&(i, o)| i.max(o)).max().unwrap_or(1);
+    kind.slots(rows, stride(widest)).0 * (params + 1)
 }
 
 /// One layer: where its weight (out, in) and bias (out) lie in the flat parameters.
@@ -73,11 +114,6 @@ pub enum FusedLoss {
     Mse,
 }
 
-/// Whether layers of these (in, out) shapes fit the fused kernels.
-pub fn fits(dims: &[(usize, usize)]) -> bool {
-    !dims.is_empty() && dims.len() <= MAX_LAYERS && dims.iter().all(|&(i, o)| i <= MAX_WIDTH && o <= MAX_WIDTH)
-}
-
 /// Mirrors `MfParams` in mlp_fused.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -90,6 +126,9 @@ struct MfParams {
     groups: u32,
     loss_scale: f32,
     grad_scale: f32,
+    stride: u32,
+    passes: u32,
+    pad: [u32; 2],
     layer: [[u32; 4]; MAX_LAYERS],
 }
 
@@ -109,8 +148,9 @@ pub fn mlp_fused(
     loss: &Tensor,
 ) -> Result<Vec<Op>> {
     let dims: Vec<(usize, usize)> = layers.iter().map(|l| (l.fan_in, l.out)).collect();
-    if !fits(&dims) || layers.windows(2).any(|w| w[0].out != w[1].fan_in) {
-        return Err(KilnError::invalid("layers", format!("the fused MLP takes 1..={MAX_LAYERS} chained layers of width ≤ {MAX_WIDTH}, got {dims:?}")));
+    if !kind.fits(&dims) || layers.windows(2).any(|w| w[0].out != w[1].fan_in) {
+        let widest = kind.max_width();
+        return Err(KilnError::invalid("layers", format!("the fused MLP ({kind:?}) takes 1..={MAX_LAYERS} chained layers of width ≤ {widest}, got {dims:?}")));
     }
     let total = weights.len();
     if layers.iter().any(|l| l.w + l.fan_in * l.out > total || l.b + l.out > total) {
@@ -126,7 +166,8 @@ pub fn mlp_fused(
         FusedLoss::Mse => (rows * out, 1.0 / (rows * out) as f32, 2.0 / (rows * out) as f32),
     };
     expect_len(targets, target_len, "fused MLP targets")?;
-    let groups = kind.slots(rows);
+    let stride = stride(dims.iter().map(|&(i, o)| i.max(o)).max().unwrap_or(1));
+    let (groups, passes) = kind.slots(rows, stride);
     expect_len(grads, total, "fused MLP gradients")?;
     expect_len(loss, 1, "fused MLP loss")?;
     let mut layer = [[0u32; 4]; MAX_LAYERS];
@@ -147,6 +188,9 @@ pub fn mlp_fused(
         groups: groups as u32,
         loss_scale,
         grad_scale,
+        stride: stride as u32,
+        passes: passes as u32,
+        pad: [0; 2],
         layer,
     };
     // Its own zeroed buffer, not the shared scratch: parameters outside every layer are never

@@ -12,7 +12,7 @@ use crate::gpu::Tensor;
 use crate::gpu::{Gpu, Op};
 use crate::kernels::elementwise::{activation_backward, bias_activation, binary, Activation, Binary};
 use crate::kernels::matmul::{matmul_ops, matmul_ops_pending, split_partials_len, Adapter, MatmulDesc};
-use crate::kernels::mlp_fused::{fits, mlp_fused, FusedLayer, FusedLoss, FusedRows};
+use crate::kernels::mlp_fused::{mlp_fused, partials_len, FusedLayer, FusedLoss, FusedRows};
 use crate::kernels::reduce::column_sum;
 use crate::kernels::split_sums::PendingSums;
 use crate::model::params::{Init, ParamSpec, ParamStore};
@@ -65,9 +65,16 @@ impl MlpConfig {
 }
 
 impl MlpConfig {
-    /// Whether every layer fits the fused training pass (widths ≤ 32, ≤ 4 layers).
-    pub fn fusable(&self) -> bool {
-        fits(&self.layer_dims())
+    /// Whether every layer fits the fused training pass on this adapter (≤ 4 layers, widths
+    /// ≤ 64 on a GPU, ≤ 32 on a CPU adapter).
+    pub fn fusable(&self, adapter: Adapter) -> bool {
+        FusedRows::for_adapter(adapter).fits(&self.layer_dims())
+    }
+
+    /// Floats of the fused pass's partial gradients for `batch` rows (the fit check counts them).
+    pub fn fused_partials(&self, batch: usize, adapter: Adapter) -> usize {
+        let params = self.param_specs().iter().map(|s| s.shape.iter().product::<usize>()).sum();
+        partials_len(FusedRows::for_adapter(adapter), &self.layer_dims(), batch, params)
     }
 
     /// The whole training pass (forward, loss, backward) as the two dispatches of

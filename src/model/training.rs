@@ -6,6 +6,7 @@
 use crate::error::Result;
 use crate::gpu::{Gpu, Op, Tensor};
 use crate::kernels::loss::{cross_entropy_rows, mse_loss_backward, mse_loss_partials, LossSum};
+use crate::kernels::matmul::Adapter;
 use crate::model::params::ParamStore;
 use crate::model::{ModelConfig, Net, Taps};
 
@@ -30,7 +31,7 @@ impl ModelConfig {
     /// others leave it as `loss_sum`).
     pub fn training_pass(&self, gpu: &Gpu, params: &ParamStore, batch: usize, targets: &Tensor, loss: &Tensor, regression: bool) -> Result<TrainingPass> {
         if let ModelConfig::Mlp(m) = self {
-            if m.fusable() {
+            if m.fusable(Adapter::of(gpu)) {
                 // (B, input_dim)
                 let input = gpu.tensor("mlp input", &[batch, m.input_dim])?;
                 let ops = m.fused_pass(gpu, params, &input, targets, loss, regression)?;

@@ -1,6 +1,7 @@
 //! The fused small-MLP step (forward, loss, backward) against its f64 reference: one layer to
-//! four, widths 1 to 32, every activation, cross-entropy and MSE, batches that leave the last
-//! workgroup partly empty, a label out of range, gradients accumulated onto nonzero values, and
+//! four, widths 1 to 32 (both row kernels) and to 64 (the per-neuron one), every activation,
+//! cross-entropy and MSE, batches that leave the last workgroup partly empty or give a workgroup
+//! several passes of rows, a label out of range, gradients accumulated onto nonzero values, and
 //! workgroups folded into a 2-D grid.
 
 use kiln::kernels::elementwise::Activation;
@@ -9,7 +10,7 @@ use kiln::Gpu;
 
 use crate::common::*;
 
-/// f32 dot products of ≤ 32 terms and sums over ≤ 512 rows of values of order 1.
+/// f32 dot products of ≤ 64 terms and sums over ≤ 1100 rows of values of order 1.
 const ATOL: f64 = 2e-5;
 const RTOL: f64 = 1e-4;
 
@@ -96,15 +97,26 @@ pub async fn run(gpu: &Gpu, c: &mut Checks) {
             check(gpu, c, &mut rng, kind, *case).await;
         }
     }
+    // The per-neuron kernel's wider rows: 64 threads a row (4 rows a pass); 1,100 rows are 275
+    // passes, more than its 256 slots, so slot 0..18 take two passes each; and a 2-D grid.
+    let wide = [
+        Case { widths: &[2, 64, 64, 2], act: Relu, loss: CrossEntropy, rows: 1100, grid: 65_535, bad_label_at: None },
+        Case { widths: &[33, 40, 1], act: Tanh, loss: Mse, rows: 9, grid: 65_535, bad_label_at: None },
+        Case { widths: &[5, 64, 17, 64, 3], act: Silu, loss: CrossEntropy, rows: 130, grid: 3, bad_label_at: None },
+        Case { widths: &[2, 16, 16, 2], act: Relu, loss: Mse, rows: 4100, grid: 65_535, bad_label_at: None },
+    ];
+    for case in &wide {
+        check(gpu, c, &mut rng, mf::FusedRows::PerNeuron, *case).await;
+    }
 }
 
 async fn rejects_unfit(gpu: &Gpu, _c: &mut Checks) {
-    let (layers, total) = layout(&[2, 33, 2]);
     let t = |n: usize| gpu.tensor("t", &[n]).unwrap();
-    let err = mf::mlp_fused(gpu, mf::FusedRows::PerNeuron, &layers, Activation::Relu, FusedLoss::CrossEntropy, &t(total), &t(4), &t(2), &t(total), &t(1))
-        .err()
-        .unwrap();
-    assert!(err.to_string().contains("width ≤ 32"), "{err}");
+    for (kind, widths, says) in [(mf::FusedRows::PerNeuron, [2, 65, 2], "width ≤ 64"), (mf::FusedRows::PerRow, [2, 33, 2], "width ≤ 32")] {
+        let (layers, total) = layout(&widths);
+        let err = mf::mlp_fused(gpu, kind, &layers, Activation::Relu, FusedLoss::CrossEntropy, &t(total), &t(4), &t(2), &t(total), &t(1)).err().unwrap();
+        assert!(err.to_string().contains(says), "{kind:?}: {err}");
+    }
 }
 
 crate::device_test!(mlp_fused_kernels_match_reference, run, checks);
