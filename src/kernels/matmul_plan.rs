@@ -17,6 +17,15 @@ const SPLIT_MIN_MACS: u64 = 1 << 26;
 
 /// Shortest k chunk of a split: shorter ones spend more on the partials than they save.
 const SPLIT_MIN_CHUNK: usize = 128;
+/// A GPU's shortest k chunk for a product split on the 64 (or lean) tile: chunks of 32 took
+/// mlp-w256 from 3,420 to 5,475 steps/s and llama-d128 from 351 to 396 (H100, session 25).
+const SPLIT_MIN_CHUNK_64_GPU: usize = 32;
+/// On a GPU, products from this many multiply-adds with fewer than `FEW_TILES` 64 tiles split
+/// too: mlp-w256's (512, 256) × 256 products left most multiprocessors idle, walking k on 32
+/// workgroups (≈ 39 µs each on an H100). Products with more tiles (llama-small's LM head, 64
+/// tiles) measured ≈ 1% slower split.
+const SPLIT_MIN_MACS_FEW_TILES: u64 = 1 << 24;
+const FEW_TILES: usize = 64;
 /// The 128 tile's shortest chunk of a long k (≥ `LONG_K`, weight gradients over the tokens):
 /// llama-small's dW proj ((256, 256) over k = 4096) took 30.8 µs split 64 ways on it against
 /// 44.3 split 32 ways on the 64 tile (H200).
@@ -63,8 +72,9 @@ const SPLIT_MAX_SCRATCH: u64 = 1 << 24;
 /// enough output tiles → the 128 tile alone; few tiles and a long k (weight gradients, and
 /// (tokens, 256) outputs with k ≥ 512) → the 128 tile split into chunks of ≥ 128 that bring
 /// the workgroups to about SPLIT_TARGET_GROUPS, else the 64 tile split towards twice that
-/// (chunks still ≥ 128); big products whose k is too short to split → the 128 tile alone;
-/// small ones (and batched ones) → the 64 tile alone.
+/// (chunks ≥ 128, or ≥ 32 on a GPU, where such products run on the lean tile when aligned);
+/// big products whose k is too short to split → the 128 tile alone; small ones (and batched
+/// ones) → the 64 tile alone, except GPU products of few tiles, which split.
 pub fn plan(d: &MatmulDesc, allow_split: bool, adapter: Adapter) -> (usize, usize, usize) {
     let small_max_k = adapter.small_max_k();
     let tiles = |t: usize| d.m.div_ceil(t) * d.n.div_ceil(t) * d.batch;
@@ -76,7 +86,8 @@ pub fn plan(d: &MatmulDesc, allow_split: bool, adapter: Adapter) -> (usize, usiz
     // and thin ones, a side under 16 (a wide MLP's first and last layers: (2, 1024) over the
     // batch), which leave a 64 tile mostly idle.
     let long_k = d.k >= 2 * SPLIT_MIN_CHUNK && (tiles(64) < 16 || d.m.min(d.n) < 16);
-    let can_split = allow_split && d.batch == 1 && (macs >= SPLIT_MIN_MACS || long_k);
+    let few_tiles = adapter == Adapter::Gpu && tiles(64) < FEW_TILES && macs >= SPLIT_MIN_MACS_FEW_TILES;
+    let can_split = allow_split && d.batch == 1 && (macs >= SPLIT_MIN_MACS || long_k || few_tiles);
     let (tile, splits) = match (d.tile.or(env_tile()), d.splits) {
         (Some(t), Some(s)) => (t, s),
         (Some(t), None) if env_tile().is_some() && d.tile.is_none() => (t, 1),
@@ -94,7 +105,7 @@ pub fn plan(d: &MatmulDesc, allow_split: bool, adapter: Adapter) -> (usize, usiz
             } else if d.k / s128 >= SPLIT_MIN_CHUNK || (d.k >= LONG_K && d.k / s128 >= SPLIT_MIN_CHUNK_128) {
                 (128, s128)
             } else if tiles(64) < SPLIT_TARGET_GROUPS {
-                (64, s64.min(d.k / SPLIT_MIN_CHUNK).max(1))
+                (64, s64.min(d.k / adapter.split_min_chunk_64()).max(1))
             } else if adapter == Adapter::Gpu {
                 // Big enough to split but k too short for chunks of SPLIT_MIN_CHUNK, with at
                 // least 256 tiles of 64 (so ≥ 64 of 128): the 128 tile, unsplit. On an H200 a
@@ -120,9 +131,8 @@ pub fn plan(d: &MatmulDesc, allow_split: bool, adapter: Adapter) -> (usize, usiz
     }
     let k_chunk = d.k.div_ceil(splits).next_multiple_of(KT);
     let splits = d.k.div_ceil(k_chunk);
-    // Unsplit products planned for the 64 tile (4x4 a thread) also go lean (8x8 a thread).
-    let few =
-        d.tile.is_none() && adapter == Adapter::Gpu && ((tile == 128 && tiles(128) * splits < LEAN_BELOW_GROUPS) || (tile == 64 && splits == 1)) && !lean_off();
+    // Products planned for the 64 tile (4x4 a thread), split or not, also go lean (8x8 a thread).
+    let few = d.tile.is_none() && adapter == Adapter::Gpu && ((tile == 128 && tiles(128) * splits < LEAN_BELOW_GROUPS) || tile == 64) && !lean_off();
     // Many workgroups, unsplit or splitting a k shorter than a weight gradient's: the wide tile.
     // (Long weight gradients split into ~128 workgroups measured level to 2% slower on it.)
     let wide_pays = d.tile.is_none()
@@ -201,6 +211,14 @@ impl Adapter {
             Adapter::Cpu
         } else {
             Adapter::Gpu
+        }
+    }
+
+    /// The shortest k chunk of a product split on the 64 (or lean) tile on this adapter.
+    fn split_min_chunk_64(self) -> usize {
+        match self {
+            Adapter::Gpu => SPLIT_MIN_CHUNK_64_GPU,
+            Adapter::Cpu => SPLIT_MIN_CHUNK,
         }
     }
 

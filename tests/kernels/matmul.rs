@@ -139,6 +139,12 @@ async fn split_k(gpu: &Gpu, c: &mut Checks) {
     assert_eq!(mm::plan(&MatmulDesc::new(768, 256, 4096).trans_a().accumulate(), true, mm::Adapter::Gpu).0, 128);
     assert_eq!(mm::plan(&MatmulDesc::new(4096, 1024, 256), true, mm::Adapter::Cpu).0, 128);
     assert_eq!(mm::plan(&short_k, true, mm::Adapter::Cpu), (64, 1, 256));
+    // A GPU splits a product of few 64 tiles (32 here) into chunks of 32 on the lean tile;
+    // a CPU adapter keeps it whole.
+    let few = MatmulDesc::new(512, 256, 256).trans_b();
+    assert_eq!(mm::plan(&few, true, mm::Adapter::Gpu), (LEAN, 8, 32));
+    assert_eq!(mm::plan(&few, true, mm::Adapter::Cpu), (64, 1, 256));
+    check_split(gpu, c, &mut rng, few.tile(LEAN).splits(8), "few-tile split-K").await;
     check_split(gpu, c, &mut rng, d, "auto split-K").await;
     // A batched product never splits.
     assert_eq!(mm::plan(&MatmulDesc::new(64, 64, 4096).batched(2).splits(4), true, mm::Adapter::Gpu).1, 1);
