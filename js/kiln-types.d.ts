@@ -268,9 +268,10 @@ name: string,
  */
 gradRms: number, 
 /**
- * The layer's output on the last training micro-batch: an MLP's hidden activations, a
- * Llama block's residual stream; null where the pass does not keep it (the fused MLP pass,
- * the Llama's embedding and head).
+ * The layer's output on the last training micro-batch: an MLP's hidden activations (under
+ * the weights before the last update, or after it where the fused pass recomputes them), a
+ * Llama block's residual stream; null for layers with no such output (an MLP's output
+ * layer, the Llama's embedding and head).
  */
 activation: Distribution | null, };
 

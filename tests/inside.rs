@@ -3,6 +3,7 @@
 //! against what the CPU computes from buffers read back whole.
 
 use kiln::config::{DataConfig, PointData, SessionConfig, TextData};
+use kiln::data::batches::Batch;
 use kiln::data::PointTask;
 use kiln::kernels::elementwise::Activation;
 use kiln::model::llama::LlamaConfig;
@@ -18,7 +19,8 @@ fn session(model: ModelConfig, data: DataConfig, batch: usize) -> Session {
     pollster::block_on(async { Session::with_gpu(Gpu::new().await.expect("GPU"), cfg) }).expect("valid")
 }
 
-/// Widths over 32 take the layer-by-layer pass, which keeps each hidden activation.
+/// Widths over 32 take the layer-by-layer pass on a CPU adapter (over 64 on a GPU), which keeps
+/// each hidden activation.
 fn mlp(hidden: Vec<usize>) -> Session {
     let points = PointData { task: PointTask::Circles, points: 200, noise: 0.05, validation_fraction: 0.2, csv: None, standardize: false };
     session(ModelConfig::Mlp(MlpConfig { input_dim: 2, hidden, output_dim: 2, activation: Activation::Tanh }), DataConfig::Points(points), 32)
@@ -114,6 +116,40 @@ fn distributions_describe_the_weights_gradients_updates_and_activations() {
         assert!(act.min >= -1.0 && act.max <= 1.0 && act.counts.iter().sum::<u32>() == 32 * 40, "{act:?}");
         assert!(got.layers[2].activation.is_none());
         assert!(s.inspect(0).await.unwrap_err().to_string().contains("`bins`"));
+    });
+}
+
+/// The fused MLP pass (widths ≤ 32 on every adapter) keeps no activations: `inspect` runs the
+/// last batch through the forward pass under the current weights. Checked against f64 on the
+/// CPU: tanh(W·x + b) layer by layer for a batch the test chose. Tolerances: min and max within
+/// 1e-5 and RMS within 1e-4 relative (f32 dot products of ≤ 8 terms of order 1).
+#[test]
+fn a_fused_mlp_shows_its_last_batch_activations() {
+    let mut s = mlp(vec![8, 6]);
+    pollster::block_on(async {
+        s.train(3).unwrap();
+        let x: Vec<f32> = (0..32 * 2).map(|i| ((i * 37 % 29) as f32 / 14.0) - 1.0).collect();
+        s.train_on(&[Batch::Classes(x.clone(), (0..32).map(|i| i % 2).collect())]).unwrap();
+        let w = s.gpu.read_f32(&s.params.weights).await.unwrap();
+        let got = s.inspect(16).await.unwrap();
+        let param = |name: &str| {
+            let e = s.params.entries.iter().find(|e| e.spec.name == name).unwrap();
+            w[e.offset..e.offset + e.elements()].iter().map(|&v| v as f64).collect::<Vec<f64>>()
+        };
+        let mut h: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+        for (l, (fan_in, out)) in [(2, 8), (8, 6)].into_iter().enumerate() {
+            let (wl, bl) = (param(&format!("layer{l}.weight")), param(&format!("layer{l}.bias")));
+            h = (0..32 * out)
+                .map(|i| (bl[i % out] + (0..fan_in).map(|j| wl[(i % out) * fan_in + j] * h[(i / out) * fan_in + j]).sum::<f64>()).tanh())
+                .collect();
+            let d = got.layers[l].activation.as_ref().unwrap_or_else(|| panic!("layer{l} activation"));
+            let (min, max) = h.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| (a.min(v), b.max(v)));
+            let rms = (h.iter().map(|v| v * v).sum::<f64>() / h.len() as f64).sqrt();
+            assert!((d.min as f64 - min).abs() <= 1e-5 && (d.max as f64 - max).abs() <= 1e-5, "layer{l}: range {} {} vs {min} {max}", d.min, d.max);
+            assert!((d.rms as f64 - rms).abs() <= 1e-4 * rms, "layer{l}: rms {} vs {rms}", d.rms);
+            assert_eq!(d.counts.iter().sum::<u32>() as usize, 32 * out, "layer{l}: counts");
+        }
+        assert!(got.layers[2].activation.is_none(), "the output layer has none");
     });
 }
 

@@ -17,8 +17,10 @@ const SPLIT_MIN_MACS: u64 = 1 << 26;
 
 /// Shortest k chunk of a split: shorter ones spend more on the partials than they save.
 const SPLIT_MIN_CHUNK: usize = 128;
-/// A GPU's shortest k chunk for a product split on the 64 (or lean) tile: chunks of 32 took
-/// mlp-w256 from 3,420 to 5,475 steps/s and llama-d128 from 351 to 396 (H100, session 25).
+/// A GPU's shortest k chunk for a product split on the 64 (or lean) tile, k < `LONG_K`:
+/// chunks of 32 took mlp-w256 from 3,420 to 5,475 steps/s and llama-d128 from 351 to 396
+/// (H100, session 25). Long weight gradients keep chunks of 128: more splits gained nothing
+/// on llama-small and quadrupled the partials of its LM head's (4 tiles over k = 4096).
 const SPLIT_MIN_CHUNK_64_GPU: usize = 32;
 /// On a GPU, products from this many multiply-adds with fewer than `FEW_TILES` 64 tiles split
 /// too: mlp-w256's (512, 256) × 256 products left most multiprocessors idle, walking k on 32
@@ -72,7 +74,8 @@ const SPLIT_MAX_SCRATCH: u64 = 1 << 24;
 /// enough output tiles → the 128 tile alone; few tiles and a long k (weight gradients, and
 /// (tokens, 256) outputs with k ≥ 512) → the 128 tile split into chunks of ≥ 128 that bring
 /// the workgroups to about SPLIT_TARGET_GROUPS, else the 64 tile split towards twice that
-/// (chunks ≥ 128, or ≥ 32 on a GPU, where such products run on the lean tile when aligned);
+/// (chunks ≥ 128, or ≥ 32 on a GPU below LONG_K, where such products run on the lean tile
+/// when aligned);
 /// big products whose k is too short to split → the 128 tile alone; small ones (and batched
 /// ones) → the 64 tile alone, except GPU products of few tiles, which split.
 pub fn plan(d: &MatmulDesc, allow_split: bool, adapter: Adapter) -> (usize, usize, usize) {
@@ -105,7 +108,7 @@ pub fn plan(d: &MatmulDesc, allow_split: bool, adapter: Adapter) -> (usize, usiz
             } else if d.k / s128 >= SPLIT_MIN_CHUNK || (d.k >= LONG_K && d.k / s128 >= SPLIT_MIN_CHUNK_128) {
                 (128, s128)
             } else if tiles(64) < SPLIT_TARGET_GROUPS {
-                (64, s64.min(d.k / adapter.split_min_chunk_64()).max(1))
+                (64, s64.min(d.k / adapter.split_min_chunk_64(d.k)).max(1))
             } else if adapter == Adapter::Gpu {
                 // Big enough to split but k too short for chunks of SPLIT_MIN_CHUNK, with at
                 // least 256 tiles of 64 (so ≥ 64 of 128): the 128 tile, unsplit. On an H200 a
@@ -214,11 +217,11 @@ impl Adapter {
         }
     }
 
-    /// The shortest k chunk of a product split on the 64 (or lean) tile on this adapter.
-    fn split_min_chunk_64(self) -> usize {
+    /// The shortest k chunk of a product of this k split on the 64 (or lean) tile.
+    fn split_min_chunk_64(self, k: usize) -> usize {
         match self {
-            Adapter::Gpu => SPLIT_MIN_CHUNK_64_GPU,
-            Adapter::Cpu => SPLIT_MIN_CHUNK,
+            Adapter::Gpu if k < LONG_K => SPLIT_MIN_CHUNK_64_GPU,
+            _ => SPLIT_MIN_CHUNK,
         }
     }
 

@@ -1,14 +1,16 @@
 //! Distributions over training: for every parameter tensor, a histogram and quantiles of its
-//! weights, gradients and last AdamW update, and for every layer its gradient RMS and (where the
-//! training pass keeps it) its activation distribution. Computed on the GPU from the buffers the
-//! last step left (`tensor_stats` + `tensor_histogram`: two dispatches for all tensors, two per
-//! activation); a few thousand numbers come back, never a whole buffer.
+//! weights, gradients and last AdamW update, and for every layer its gradient RMS and its
+//! activation distribution. Computed on the GPU from the buffers the last step left
+//! (`tensor_stats` + `tensor_histogram`: two dispatches for all tensors, two per activation); a
+//! few thousand numbers come back, never a whole buffer. The fused MLP pass keeps no
+//! activations, so for it the last batch runs once more through the layer-by-layer forward.
 
 use serde::Serialize;
 
 use crate::error::{ensure, Result};
-use crate::gpu::{Op, Tensor};
+use crate::gpu::{Command, Op, Tensor};
 use crate::kernels::inspect::{tensor_distributions, StatsInputs, MAX_BINS, STATS_WIDTH};
+use crate::model::{ModelConfig, Net};
 use crate::session::Session;
 
 /// The fractions below which the quantiles lie: those a normal distribution has below −∞,
@@ -53,9 +55,10 @@ pub struct LayerStats {
     pub name: String,
     /// RMS over every gradient element of the layer's parameters.
     pub grad_rms: f32,
-    /// The layer's output on the last training micro-batch: an MLP's hidden activations, a
-    /// Llama block's residual stream; null where the pass does not keep it (the fused MLP pass,
-    /// the Llama's embedding and head).
+    /// The layer's output on the last training micro-batch: an MLP's hidden activations (under
+    /// the weights before the last update, or after it where the fused pass recomputes them), a
+    /// Llama block's residual stream; null for layers with no such output (an MLP's output
+    /// layer, the Llama's embedding and head).
     pub activation: Option<Distribution>,
 }
 
@@ -85,13 +88,16 @@ impl Session {
         let params = StatsInputs { values: &self.params.weights, prev_and_grads: Some((&self.prev_weights, &self.params.grads)), table: &table };
         let mut groups = vec![self.distribution_ops(&params, bins)?];
         let mut widen = vec![];
-        let layers = self.pass.taps.layers_f32(&self.gpu, &mut widen)?;
+        let recomputed = self.recompute_activations()?;
+        let taps = recomputed.as_ref().map_or(&self.pass.taps, |net| &net.taps);
+        let layers = taps.layers_f32(&self.gpu, &mut widen)?;
+        let forward = recomputed.iter().flat_map(|net| &net.forward);
         // (1, 2) each activation tensor as one range
         let wholes = layers.iter().map(|(_, a)| self.gpu.tensor_from("activation table", &[1, 2], &[0u32, a.len() as u32])).collect::<Result<Vec<_>>>()?;
         for ((_, activation), whole) in layers.iter().zip(&wholes) {
             groups.push(self.distribution_ops(&StatsInputs { values: activation, prev_and_grads: None, table: whole }, bins)?);
         }
-        self.gpu.run(&widen.iter().chain(groups.iter().flat_map(|g| &g.ops)).collect::<Vec<&Op>>())?;
+        self.gpu.run(&forward.chain(&widen).chain(groups.iter().flat_map(|g| &g.ops)).collect::<Vec<&Op>>())?;
         let outputs: Vec<&Tensor> = groups.iter().flat_map(|g| [&g.stats, &g.counts]).collect();
         let read = self.gpu.read_many(&outputs).await?;
         let mut found = read.chunks_exact(2).map(|pair| distributions(&bytemuck::pod_collect_to_vec(&pair[0]), &bytemuck::pod_collect_to_vec(&pair[1]), bins));
@@ -107,6 +113,18 @@ impl Session {
             .map(|(e, ((weights, grads), updates))| TensorDistributions { name: e.spec.name.clone(), weights, grads, updates })
             .collect();
         Ok(Inspection { step: self.step, tensors, layers })
+    }
+
+    /// For an MLP on the fused pass (which keeps no activations): a layer-by-layer forward net
+    /// over the last micro-batch, its input already copied in; its `forward` fills the taps.
+    fn recompute_activations(&self) -> Result<Option<Net>> {
+        let ModelConfig::Mlp(mlp) = &self.cfg.model else { return Ok(None) };
+        if !self.pass.taps.layers.is_empty() || mlp.hidden.is_empty() {
+            return Ok(None);
+        }
+        let net = self.cfg.model.build(&self.gpu, &self.params, self.pass.input.shape()[0], false)?;
+        self.gpu.submit(&[Command::Copy { from: &self.pass.input, to: &net.input }]);
+        Ok(Some(net))
     }
 
     /// The two kernels over `inputs` and the tensors they write.

@@ -68,7 +68,9 @@ async function main() {
       assert(d1.samples > d0.samples && d1.steps.length >= 2 && d1.steps.every((x, i) => i === 0 || x > d1.steps[i - 1]), `distribution samples over steps: ${d1.steps}`);
       assert(JSON.stringify(d1.last.weights) !== JSON.stringify(d0.last?.weights), 'the weight quantiles move');
       for (const id of ['#dist-weights', '#dist-grads', '#dist-updates']) assert((await canvasInk(page, id)) > 200, `${id} is drawn`);
-      assert(/fused pass/.test(await page.textContent('#act-note')), 'the activation chart says why a fused MLP has none');
+      // The fused MLP pass keeps no activations: the view runs the last batch through the forward pass.
+      assert(/hidden layer's output/.test(await page.textContent('#act-note')), 'the activation chart shows each hidden layer');
+      assert(d1.activations.layers.join() === 'layer0,layer1' && d1.activations.points >= 2, `the activation chart plots both hidden layers over steps: ${JSON.stringify(d1.activations)}`);
       // Click layer1's neuron 3: the large view shows it.
       const [, , fx, fy] = s1.inside.network.boxes.find(([l, n]) => l === 2 && n === 3);
       const canvas = page.locator('#network-canvas');

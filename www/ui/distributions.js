@@ -73,7 +73,8 @@ export class Distributions {
   summary() {
     const h = this.history.get(this.select.value) ?? [];
     const last = h[h.length - 1];
-    return { samples: this.samples, tensor: this.select.value, steps: h.map((s) => s.step), last: last ? { weights: last.weights.quantiles, weightsRms: last.weights.rms, updates: last.updates.rms, grads: last.grads.rms } : null };
+    const activations = { layers: this.activations.names, points: this.activations.cols[0].length };
+    return { samples: this.samples, tensor: this.select.value, steps: h.map((s) => s.step), activations, last: last ? { weights: last.weights.quantiles, weightsRms: last.weights.rms, updates: last.updates.rms, grads: last.grads.rms } : null };
   }
 }
 

@@ -72,5 +72,5 @@ export class Inside {
 function activationNote(llama, kept) {
   if (llama) return "each block's output (the residual stream after it) on the last training batch";
   if (kept) return "each hidden layer's output after its activation, on the last training batch";
-  return 'none: this small MLP trains in one fused pass that keeps its activations in registers (a layer wider than 32 shows them); the Network card shows every neuron';
+  return 'none: this MLP has no hidden layer; the Network card shows its inputs and outputs';
 }
