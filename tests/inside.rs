@@ -111,7 +111,7 @@ fn distributions_describe_the_weights_gradients_updates_and_activations() {
         let sq: f64 = ["layer0.weight", "layer0.bias"].iter().flat_map(|n| grads[of(n).offset..][..of(n).elements()].iter()).map(|&g| (g as f64).powi(2)).sum();
         let want = (sq / (of("layer0.weight").elements() + of("layer0.bias").elements()) as f64).sqrt();
         assert!((got.layers[0].grad_rms as f64 - want).abs() <= 1e-4 * want, "layer0 grad rms {} vs {want}", got.layers[0].grad_rms);
-        // Hidden layers keep their activations (tanh: within [-1, 1]); the output layer has none.
+        // Hidden layers show their activations (tanh: within [-1, 1]); the output layer has none.
         let act = got.layers[0].activation.as_ref().expect("layer0 activation");
         assert!(act.min >= -1.0 && act.max <= 1.0 && act.counts.iter().sum::<u32>() == 32 * 40, "{act:?}");
         assert!(got.layers[2].activation.is_none());

@@ -15,7 +15,8 @@ pub struct TrainingPass {
     pub input: Tensor,
     /// Forward, loss and backward dispatches, in order; backward accumulates into the grads.
     pub ops: Vec<Op>,
-    /// The pass's internal tensors (none for the fused MLP pass, which keeps them in registers).
+    /// The pass's internal tensors (none for the fused MLP pass, which keeps them in workgroup
+    /// memory; `Session::inspect` reruns its batch through a forward pass for them).
     pub taps: Taps,
     /// (rows, outputs) the loss gradient the backward starts from, and the index in `ops` of
     /// the backward's first dispatch (None for the fused pass): where a loss scale goes.

@@ -10,7 +10,8 @@ use kiln::Gpu;
 
 use crate::common::*;
 
-/// f32 dot products of ≤ 64 terms and sums over ≤ 1100 rows of values of order 1.
+/// f32 dot products of ≤ 64 terms, and sums over ≤ 4,100 rows of values of order 1 taken in
+/// pieces (≤ 16 rows a pass, ≤ 2 passes a slot, then ≤ 256 slots in order).
 const ATOL: f64 = 2e-5;
 const RTOL: f64 = 1e-4;
 
