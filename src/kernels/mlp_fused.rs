@@ -82,18 +82,18 @@ impl FusedRows {
     }
 }
 
-/// Threads per row of `mlp_fused_rows` for layers as wide as `widest`: a power of two, so
-/// PLANE holds whole rows, and at least 16, so the workgroup's serial sums over its rows stay
-/// short.
-fn stride(widest: usize) -> usize {
+/// Threads per row of `mlp_fused_rows` for layers `dims`: the widest rounded up to a power of
+/// two, so PLANE holds whole rows, and at least 16, so the workgroup's serial sums over its
+/// rows stay short.
+fn stride(dims: &[(usize, usize)]) -> usize {
+    let widest = dims.iter().map(|&(i, o)| i.max(o)).max().unwrap_or(1);
     widest.next_power_of_two().max(16)
 }
 
 /// Floats of the partials the fused pass keeps for a batch of `rows` through layers `dims`
 /// with `params` flat parameters (what the fit check counts).
 pub fn partials_len(kind: FusedRows, dims: &[(usize, usize)], rows: usize, params: usize) -> usize {
-    let widest = dims.iter().map(|&(i, o)| i.max(o)).max().unwrap_or(1);
-    kind.slots(rows, stride(widest)).0 * (params + 1)
+    kind.slots(rows, stride(dims)).0 * (params + 1)
 }
 
 /// One layer: where its weight (out, in) and bias (out) lie in the flat parameters.
@@ -166,7 +166,7 @@ pub fn mlp_fused(
         FusedLoss::Mse => (rows * out, 1.0 / (rows * out) as f32, 2.0 / (rows * out) as f32),
     };
     expect_len(targets, target_len, "fused MLP targets")?;
-    let stride = stride(dims.iter().map(|&(i, o)| i.max(o)).max().unwrap_or(1));
+    let stride = stride(&dims);
     let (groups, passes) = kind.slots(rows, stride);
     expect_len(grads, total, "fused MLP gradients")?;
     expect_len(loss, 1, "fused MLP loss")?;
