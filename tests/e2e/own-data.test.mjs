@@ -79,6 +79,12 @@ async function main() {
       await page.fill('#csv-text', '0.1,0.2\n0.3,zz\n');
       await page.click('#csv-use');
       await until(page, () => /^pasted CSV: line 2, .*`zz` is not a number$/.test(window.kilnPage.summary().error ?? ''), null, 'the pasted CSV refused', 30_000);
+      // The refusal stays: typing in the paste box does not rebuild the run (a rebuild, 400 ms
+      // after an edit, would clear it); 1.5 s is past that debounce even on a loaded machine.
+      const runs = (await summary(page)).runs;
+      await page.waitForTimeout(1_500);
+      s = await summary(page);
+      assert(/`zz` is not a number$/.test(s.error ?? '') && s.runs === runs, `after the refused paste: ${s.error}, runs ${runs} -> ${s.runs}`);
       await page.fill('#csv-text', Array.from({ length: 12 }, (_, i) => `${i / 6 - 1},${Math.sin(i)}`).join('\n'));
       await page.click('#csv-use');
       await until(page, () => window.kilnPage.summary().info?.regression === true && window.kilnPage.summary().error === null, null, 'a regression run on the pasted points', 60_000);

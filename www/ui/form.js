@@ -341,7 +341,9 @@ export function onEdit(cb) {
   const panels = ['model-panel', 'data-panel', 'optim-panel'].map($);
   for (const p of panels) {
     p.addEventListener('input', (e) => {
-      if (e.target.type === 'file' || e.target.id === 'preset') return;
+      // The paste box is not the config until "Use these points" parses it: typing there
+      // must not rebuild the run (which would also clear a refused paste's error).
+      if (e.target.type === 'file' || e.target.id === 'preset' || e.target.id === 'csv-text') return;
       // A new kind starts its points afresh; syncVisibility then shows the select as chosen.
       if (e.target.id === 'custom-kind') startPoints(e.target.value);
       // Choosing "Your points…" in the select: as useOwnPoints.
