@@ -27,18 +27,23 @@ fn embedding_forward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num
 }
 
 // ---- embedding_backward: dtable[v, :] += Σ_{n : tokens[n] == v} dout[n, :] ----
-// No float atomics in WGSL, so no scatter: one 256-thread workgroup owns row v of dtable, a
-// thread a channel (256 channels a pass). The tokens come through workgroup memory 256 at a
-// time; every thread reads each one (a broadcast, the same branch for all) and adds the dout
-// rows of the matches, in ascending n. Every dtable element is written by one thread, in a
-// fixed order: deterministic. (An earlier version compacted each chunk's matches with a prefix
-// sum first: 16 barriers a chunk, which made it a chain of barriers, 3x slower on Dawn.)
+// No float atomics in WGSL, so no scatter: one 256-thread workgroup owns row v of dtable.
+// It scans the tokens EB_CHUNK at a time, each thread checking EB_PER_THREAD consecutive ones,
+// compacts the matching positions (in ascending order) with a prefix sum of the threads' counts
+// in workgroup memory, then each thread adds those dout rows into its channels. Every dtable
+// element is written by one thread, in a fixed order: deterministic. (With one token a thread,
+// the prefix sum's 16 barriers came every 256 tokens: 3x slower on Dawn than now. With no prefix
+// sum, every thread testing every token, the tests' dependent chain was slower still.)
 @group(0) @binding(0) var<storage, read> eb_dout: array<f32>;         // (N, C)
 @group(0) @binding(1) var<storage, read> eb_tokens: array<u32>;       // (N)
 @group(0) @binding(2) var<storage, read_write> eb_dtable: array<f32>; // (V, C), accumulated
 @group(0) @binding(3) var<uniform> eb_p: EmbParams;
 
-var<workgroup> eb_chunk: array<u32, 256>; // tokens[base .. base + 256]
+const EB_PER_THREAD: u32 = 8u;
+const EB_CHUNK: u32 = 2048u; // ROW_WG * EB_PER_THREAD tokens a chunk
+
+var<workgroup> eb_scan: array<u32, 256>;   // inclusive prefix sum of the threads' match counts
+var<workgroup> eb_hits: array<u32, 2048>;  // the chunk's matching positions n, ascending
 
 @compute @workgroup_size(256)
 fn embedding_backward(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>,
@@ -46,22 +51,43 @@ fn embedding_backward(@builtin(local_invocation_index) lid: u32, @builtin(workgr
     let v = row_index(wg, nwg);
     if (v >= eb_p.vocab) { return; } // uniform: the whole workgroup exits
     let ch = eb_p.channels;
-    for (var c0 = 0u; c0 < ch; c0 += ROW_WG) {
-        let c = c0 + lid;
-        let live = c < ch;
-        var acc = 0.0;
-        if (live) { acc = eb_dtable[v * ch + c]; }
-        for (var base = 0u; base < eb_p.tokens; base += ROW_WG) {
-            workgroupBarrier(); // the previous chunk's readers are done
-            let n = base + lid;
-            eb_chunk[lid] = select(eb_p.vocab, eb_tokens[min(n, eb_p.tokens - 1u)], n < eb_p.tokens);
-            workgroupBarrier();
-            let count = min(ROW_WG, eb_p.tokens - base);
-            for (var j = 0u; j < count; j++) {
-                if (eb_chunk[j] == v && live) { acc += eb_dout[(base + j) * ch + c]; }
+    for (var base = 0u; base < eb_p.tokens; base += EB_CHUNK) {
+        let first = base + lid * EB_PER_THREAD; // this thread's tokens: first .. first + 8
+        var hits = 0u; // bit k: token first + k matches
+        var count = 0u;
+        for (var k = 0u; k < EB_PER_THREAD; k++) {
+            if (first + k < eb_p.tokens && eb_tokens[first + k] == v) {
+                hits |= 1u << k;
+                count++;
             }
         }
-        if (live) { eb_dtable[v * ch + c] = acc; }
+        eb_scan[lid] = count;
+        workgroupBarrier();
+        // Hillis–Steele scan: read, barrier, write, barrier (log2(256) = 8 steps).
+        for (var off = 1u; off < ROW_WG; off = off << 1u) {
+            var add = 0u;
+            if (lid >= off) { add = eb_scan[lid - off]; }
+            workgroupBarrier();
+            eb_scan[lid] += add;
+            workgroupBarrier();
+        }
+        var at = eb_scan[lid] - count; // where this thread's first match goes
+        for (var k = 0u; k < EB_PER_THREAD; k++) {
+            if ((hits & (1u << k)) != 0u) {
+                eb_hits[at] = first + k;
+                at++;
+            }
+        }
+        workgroupBarrier();
+        let total = eb_scan[ROW_WG - 1u];
+        if (total > 0u) {
+            for (var c = lid; c < ch; c += ROW_WG) {
+                var acc = eb_dtable[v * ch + c];
+                for (var j = 0u; j < total; j++) { acc += eb_dout[eb_hits[j] * ch + c]; }
+                eb_dtable[v * ch + c] = acc;
+            }
+        }
+        workgroupBarrier(); // eb_scan and eb_hits are rewritten by the next chunk
     }
 }
 
