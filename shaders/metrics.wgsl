@@ -28,7 +28,15 @@ struct MetricsParams {
 // This thread's share of [Σ (w − prev)², Σ w²] over [off, off + len).
 fn m_squares(lid: u32, off: u32, len: u32) -> vec2<f32> {
     var s = vec2<f32>(0.0);
-    for (var i = lid; i < len; i += ROW_WG) {
+    var i = lid;
+    // Four elements an iteration: their loads are in flight together.
+    for (; i + 3u * ROW_WG < len; i += 4u * ROW_WG) {
+        let at = vec4<u32>(off + i) + vec4<u32>(0u, ROW_WG, 2u * ROW_WG, 3u * ROW_WG);
+        let w = vec4<f32>(m_weights[at.x], m_weights[at.y], m_weights[at.z], m_weights[at.w]);
+        let d = w - vec4<f32>(m_prev[at.x], m_prev[at.y], m_prev[at.z], m_prev[at.w]);
+        s += vec2<f32>(dot(d, d), dot(w, w));
+    }
+    for (; i < len; i += ROW_WG) {
         let w = m_weights[off + i];
         let d = w - m_prev[off + i];
         s += vec2<f32>(d * d, w * w);

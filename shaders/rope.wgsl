@@ -22,27 +22,27 @@ struct RopeParams {
 @group(0) @binding(0) var<storage, read_write> rope_data: array<f32>; // (tokens, token_stride)
 @group(0) @binding(1) var<uniform> rope_params: RopeParams;
 
-// One thread per (token, head vector, pair i), so that each makes one round trip to memory
-// (a thread per (token, pair) turning all of a token's heads made `heads` dependent round trips
-// in turn: 16 on a fused qkv buffer of 8 heads). The angle depends on the position and i alone;
-// recomputing it per head costs a few dozen ALU operations. `dir` = 1 rotates by +angle, -1 by
-// -angle.
+// One thread per (token, pair i): the angle depends on the position and i alone, so it is
+// computed once and turns pair i of each of the token's `heads` rotated head vectors (16 on a
+// fused qkv buffer of 8 heads). `dir` = 1 rotates by +angle, -1 by -angle.
 fn rotate_pairs(idx: u32, dir: f32) {
     let p = rope_params;
     let half = p.head_dim / 2u;
-    if (idx >= p.tokens * p.heads * half) { return; }
+    if (idx >= p.tokens * half) { return; }
     let i = idx % half;
-    let head = (idx / half) % p.heads;
-    let token = idx / half / p.heads;
+    let token = idx / half;
     let pos = f32(p.base_pos + token % p.seq_len);
     let sc = rope_sin_cos(pos, i, p.head_dim, p.theta);
     let s = dir * sc.x;
     let c = sc.y;
-    let a = token * p.token_stride + head * p.head_dim + i; // pair i of this head vector: (a, a + half)
-    let v1 = rope_data[a];
-    let v2 = rope_data[a + half];
-    rope_data[a] = v1 * c - v2 * s;
-    rope_data[a + half] = v1 * s + v2 * c;
+    var a = token * p.token_stride + i; // pair i of head vector `head`: (a, a + half)
+    for (var head = 0u; head < p.heads; head++) {
+        let v1 = rope_data[a];
+        let v2 = rope_data[a + half];
+        rope_data[a] = v1 * c - v2 * s;
+        rope_data[a + half] = v1 * s + v2 * c;
+        a += p.head_dim;
+    }
 }
 
 @compute @workgroup_size(64)

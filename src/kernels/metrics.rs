@@ -14,8 +14,9 @@ pub const KERNELS: &[&Kernel] = &[&METRICS_PARTIALS, &RECORD_METRICS];
 const BINDINGS: &[super::Access] = &[R, R, R, R, R, RW, U, RW];
 
 /// Floats in a part of a large tensor; a tensor longer than two parts is summed part by part
-/// (one workgroup each) before `record_metrics` adds them up.
-pub const PART: usize = 1 << 16;
+/// (one workgroup each) before `record_metrics` adds them up. 16,384 floats (64 a thread) give
+/// llama-small's 4.2M parameters about 250 workgroups: enough to fill a large GPU.
+pub const PART: usize = 1 << 14;
 
 /// Mirrors `MetricsParams`.
 #[repr(C)]

@@ -109,8 +109,8 @@ fn build(gpu: &Gpu, kernel: &'static Kernel, data: &Tensor, cfg: &RopeConfig) ->
     let tokens = cfg.tokens(data.len(), data.name())?;
     let current = cfg.params(tokens);
     let params = gpu.uniform("rope params", &current);
-    // A thread per (token, rotated head vector, pair).
-    let threads = tokens * cfg.heads * (cfg.head_dim / 2);
+    // A thread per (token, pair), turning that pair of each of the token's rotated head vectors.
+    let threads = tokens * cfg.head_dim / 2;
     let op = gpu.op(kernel, &[T(data), Uni(&params)], gpu.grid(groups_1d(threads)))?;
     Ok(RopeOp { op, params, current })
 }
