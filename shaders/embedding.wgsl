@@ -83,16 +83,7 @@ fn embedding_backward(@builtin(local_invocation_index) lid: u32, @builtin(workgr
         if (total > 0u) {
             for (var c = lid; c < ch; c += ROW_WG) {
                 var acc = eb_dtable[v * ch + c];
-                var j = 0u;
-                // Four rows' loads in flight together, still added one by one in ascending n.
-                for (; j + 4u <= total; j += 4u) {
-                    let g0 = eb_dout[eb_hits[j] * ch + c];
-                    let g1 = eb_dout[eb_hits[j + 1u] * ch + c];
-                    let g2 = eb_dout[eb_hits[j + 2u] * ch + c];
-                    let g3 = eb_dout[eb_hits[j + 3u] * ch + c];
-                    acc = (((acc + g0) + g1) + g2) + g3;
-                }
-                for (; j < total; j++) { acc += eb_dout[eb_hits[j] * ch + c]; }
+                for (var j = 0u; j < total; j++) { acc += eb_dout[eb_hits[j] * ch + c]; }
                 eb_dtable[v * ch + c] = acc;
             }
         }
