@@ -32,8 +32,9 @@ fn embedding_forward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num
 // compacts the matching positions (in ascending order) with a prefix sum of the threads' counts
 // in workgroup memory, then each thread adds those dout rows into its channels. Every dtable
 // element is written by one thread, in a fixed order: deterministic. (With one token a thread,
-// the prefix sum's 16 barriers came every 256 tokens: 3x slower on Dawn than now. With no prefix
-// sum, every thread testing every token, the tests' dependent chain was slower still.)
+// the prefix sum's 16 barriers came every 256 tokens: 1.2-2x this time natively; with no
+// prefix sum, every thread testing every token, its 4,096 dependent tests were slower still:
+// bench/RESULTS.md, session 27.)
 @group(0) @binding(0) var<storage, read> eb_dout: array<f32>;         // (N, C)
 @group(0) @binding(1) var<storage, read> eb_tokens: array<u32>;       // (N)
 @group(0) @binding(2) var<storage, read_write> eb_dtable: array<f32>; // (V, C), accumulated
