@@ -151,6 +151,19 @@ fn mf_rows_pass(lid: u32, p: u32, slot: u32, first: bool) {
     let r = p * per + row;
     let live = r < mf.rows;
     let rc = min(r, mf.rows - 1u); // rows past the batch read the last one, and count zero
+    mf_forward(lid, row, j, rc, live);
+    mf_loss_and_grad(lid, row, j, rc, live, slot, first);
+    // Backward, last layer first; mf_grad's two planes take turns holding this layer's dz.
+    var cur = 0u;
+    for (var step = 0u; step < mf.layers; step++) {
+        mf_backward_layer(lid, row, j, mf.layers - 1u - step, cur, slot, first);
+        cur = cur ^ 1u;
+    }
+}
+
+// The row's input into plane 0 of mf_h, then each layer's z into mf_pre and f(z) (the last
+// layer: z) into the next plane of mf_h.
+fn mf_forward(lid: u32, row: u32, j: u32, rc: u32, live: bool) {
     let in0 = mf.layer[0].fan_in;
     mf_h[lid] = select(0.0, mf_x[rc * in0 + min(j, in0 - 1u)], live && j < in0);
     workgroupBarrier();
@@ -164,63 +177,66 @@ fn mf_rows_pass(lid: u32, p: u32, slot: u32, first: bool) {
         }
         workgroupBarrier();
     }
+}
 
-    let outs = mf.layer[last].out;
+// d loss / d output into plane 0 of mf_grad (zero for rows past the batch), and the pass's
+// loss sum into the slot's last entry.
+fn mf_loss_and_grad(lid: u32, row: u32, j: u32, rc: u32, live: bool, slot: u32, first: bool) {
+    let outs = mf.layer[mf.layers - 1u].out;
     let d = mf_loss_grad(rc, j, mf.layers * MF_PLANE + row * mf.stride, outs, lid);
     mf_grad[lid] = select(0.0, d, live);
     if (!live) { mf_loss[lid] = 0.0; }
     workgroupBarrier();
     if (lid == 0u) {
         var sum = 0.0;
-        for (var k = 0u; k < per; k++) {
+        for (var k = 0u; k < MF_PLANE / mf.stride; k++) {
             var row_loss = 0.0;
             for (var o = 0u; o < outs; o++) { row_loss += mf_loss[k * mf.stride + o]; }
             sum += row_loss;
         }
         mf_put(slot + mf.total, sum, first);
     }
+}
 
-    // Backward, last layer first: the workgroup sums dW = Σ_rows dz ⊗ input and db = Σ_rows dz,
-    // and (below the first layer) each thread takes its row's dz one layer down.
-    var cur = 0u; // the plane of mf_grad holding this layer's dz
-    for (var step = 0u; step < mf.layers; step++) {
-        let l = last - step;
-        let ly = mf.layer[l];
-        let dz = cur * MF_PLANE;
-        let h = l * MF_PLANE;
-        for (var e = lid; e < ly.out * ly.fan_in; e += MF_PLANE) {
-            let o = e / ly.fan_in;
-            let i = e % ly.fan_in;
-            var acc = 0.0;
-            for (var k = 0u; k < per; k++) { acc += mf_grad[dz + k * mf.stride + o] * mf_h[h + k * mf.stride + i]; }
-            mf_put(slot + ly.w + e, acc, first);
-        }
-        if (lid < ly.out) {
-            var acc = 0.0;
-            for (var k = 0u; k < per; k++) { acc += mf_grad[dz + k * mf.stride + lid]; }
-            mf_put(slot + ly.b + lid, acc, first);
-        }
-        if (l > 0u && j < ly.fan_in) {
-            // dh = W_lᵀ·dz for this row and input j, then through the previous layer's activation.
-            let f = ly.fan_in;
-            let base = dz + row * mf.stride;
-            var acc = vec4<f32>(0.0);
-            var o = 0u;
-            while (o + 4u <= ly.out) {
-                acc += vec4<f32>(mf_w[ly.w + o * f + j], mf_w[ly.w + (o + 1u) * f + j], mf_w[ly.w + (o + 2u) * f + j], mf_w[ly.w + (o + 3u) * f + j])
-                     * vec4<f32>(mf_grad[base + o], mf_grad[base + o + 1u], mf_grad[base + o + 2u], mf_grad[base + o + 3u]);
-                o += 4u;
-            }
-            while (o < ly.out) {
-                acc.x += mf_w[ly.w + o * f + j] * mf_grad[base + o];
-                o += 1u;
-            }
-            let dh = (acc.x + acc.y) + (acc.z + acc.w);
-            mf_grad[(cur ^ 1u) * MF_PLANE + lid] = dh * mf_act_grad(mf_pre[(l - 1u) * MF_PLANE + lid]);
-        }
-        workgroupBarrier(); // the next layer (or pass) reads the plane written here and overwrites this one
-        cur = cur ^ 1u;
+// Layer l's backward, its dz in plane `cur` of mf_grad: the workgroup sums dW = Σ_rows dz ⊗ input
+// and db = Σ_rows dz into the slot, and (below the first layer) each thread takes its row's dz
+// one layer down, into the other plane.
+fn mf_backward_layer(lid: u32, row: u32, j: u32, l: u32, cur: u32, slot: u32, first: bool) {
+    let per = MF_PLANE / mf.stride;
+    let ly = mf.layer[l];
+    let dz = cur * MF_PLANE;
+    let h = l * MF_PLANE;
+    for (var e = lid; e < ly.out * ly.fan_in; e += MF_PLANE) {
+        let o = e / ly.fan_in;
+        let i = e % ly.fan_in;
+        var acc = 0.0;
+        for (var k = 0u; k < per; k++) { acc += mf_grad[dz + k * mf.stride + o] * mf_h[h + k * mf.stride + i]; }
+        mf_put(slot + ly.w + e, acc, first);
     }
+    if (lid < ly.out) {
+        var acc = 0.0;
+        for (var k = 0u; k < per; k++) { acc += mf_grad[dz + k * mf.stride + lid]; }
+        mf_put(slot + ly.b + lid, acc, first);
+    }
+    if (l > 0u && j < ly.fan_in) {
+        // dh = W_lᵀ·dz for this row and input j, then through the previous layer's activation.
+        let f = ly.fan_in;
+        let base = dz + row * mf.stride;
+        var acc = vec4<f32>(0.0);
+        var o = 0u;
+        while (o + 4u <= ly.out) {
+            acc += vec4<f32>(mf_w[ly.w + o * f + j], mf_w[ly.w + (o + 1u) * f + j], mf_w[ly.w + (o + 2u) * f + j], mf_w[ly.w + (o + 3u) * f + j])
+                 * vec4<f32>(mf_grad[base + o], mf_grad[base + o + 1u], mf_grad[base + o + 2u], mf_grad[base + o + 3u]);
+            o += 4u;
+        }
+        while (o < ly.out) {
+            acc.x += mf_w[ly.w + o * f + j] * mf_grad[base + o];
+            o += 1u;
+        }
+        let dh = (acc.x + acc.y) + (acc.z + acc.w);
+        mf_grad[(cur ^ 1u) * MF_PLANE + lid] = dh * mf_act_grad(mf_pre[(l - 1u) * MF_PLANE + lid]);
+    }
+    workgroupBarrier(); // the next layer (or pass) reads the plane written here and overwrites this one
 }
 
 @group(0) @binding(0) var<storage, read> mfr_partials: array<f32>;      // (G, P + 1)

@@ -87,7 +87,9 @@ pub fn embedding_rms_norm(gpu: &Gpu, tokens: &Tensor, table: &Tensor, weight: &T
 pub fn embedding_backward(gpu: &Gpu, dout: &Tensor, tokens: &Tensor, dtable: &Tensor) -> Result<Op> {
     let p = shape(tokens, dout, dtable)?;
     let u = gpu.uniform("embedding params", &p);
-    gpu.op(&EMBEDDING_BACKWARD, &[T(dout), T(tokens), T(dtable), Uni(&u)], gpu.grid(p.vocab))
+    // A workgroup per 256 channels of a row (embedding.wgsl).
+    let blocks = p.channels.div_ceil(256);
+    gpu.op(&EMBEDDING_BACKWARD, &[T(dout), T(tokens), T(dtable), Uni(&u)], gpu.grid(p.vocab * blocks))
 }
 
 // ---------------------------------------------------------------- f64 references

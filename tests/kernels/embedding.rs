@@ -19,8 +19,9 @@ const ATOL: f64 = 1e-4;
 const RTOL: f64 = 1e-5;
 
 /// (N, V, C, grid limit): a tiny case; N > 2048 (several of the backward's token chunks) with
-/// C not a multiple of 64; C > 256 on a 2-D grid (13 vocab rows and 235 forward workgroups,
-/// limit 5); and a tiny vocabulary where each row collects ~200 positions, on a 2-D grid.
+/// C not a multiple of 64; C > 256 on a 2-D grid (13 vocab rows of two 256-channel backward
+/// workgroups, the second part-filled, and 235 forward workgroups, limit 5); and a tiny
+/// vocabulary where each row collects ~200 positions, on a 2-D grid.
 const CASES: &[(usize, usize, usize, u32)] = &[(7, 5, 10, 65_535), (2100, 11, 70, 65_535), (50, 13, 300, 5), (600, 3, 33, 2)];
 
 /// Random tokens < vocab, with a few out-of-range ones the kernels must treat as zero rows.
