@@ -6,7 +6,7 @@ struct EmbParams {
     tokens: u32,   // N = B*T positions
     vocab: u32,    // V
     channels: u32, // C
-    _pad: u32,
+    blocks: u32,   // embedding_backward: workgroups a row, each taking every blocks-th 256 channels
 };
 
 // ---- embedding_forward: out[n, :] = table[tokens[n], :] ----
@@ -27,17 +27,18 @@ fn embedding_forward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num
 }
 
 // ---- embedding_backward: dtable[v, :] += Σ_{n : tokens[n] == v} dout[n, :] ----
-// No float atomics in WGSL, so no scatter: one 256-thread workgroup owns 256 channels of row v
-// of dtable (the grid is V × ⌈C / 256⌉, so wide rows get as many workgroups as they need).
-// It scans the tokens EB_CHUNK at a time, each thread checking EB_PER_THREAD consecutive ones,
+// No float atomics in WGSL, so no scatter: eb_p.blocks 256-thread workgroups own row v of
+// dtable, each every blocks-th 256 of its channels (the host splits rows while the grid stays
+// small: each workgroup scans every token, so a big vocabulary keeps one a row). A workgroup
+// scans the tokens EB_CHUNK at a time, each thread checking EB_PER_THREAD consecutive ones,
 // compacts the matching positions (in ascending order) with a prefix sum of the threads' counts
-// in workgroup memory, then each thread adds those dout rows into its channel. Every dtable
-// element is written by one thread, in a fixed order: deterministic. (With one token a thread,
-// the prefix sum's 16 barriers came every 256 tokens: 1.2-2x this time natively; with no
-// prefix sum, every thread testing every token, its 4,096 dependent tests were slower still:
-// bench/RESULTS.md, session 27. With a workgroup per whole row, each thread walking its
-// channels, and one dout load in flight at a time, Dawn took 160 µs at C = 256 and 605 µs at
-// C = 1,024 on an H100; now 50-53 µs at every C: session 28.)
+// in workgroup memory, then each thread adds those dout rows into its channels, four loads in
+// flight. Every dtable element is written by one thread, in a fixed order: deterministic.
+// (With one token a thread, the prefix sum's 16 barriers came every 256 tokens: 1.2-2x this
+// time natively; with no prefix sum, every thread testing every token, its 4,096 dependent
+// tests were slower still: bench/RESULTS.md, session 27. With a workgroup a row and one dout
+// load in flight at a time, Dawn took 160 µs at C = 256 and 605 µs at C = 1,024 on an H100,
+// 60 rows; split into 256-channel workgroups, 50-53 µs at every C: session 28.)
 @group(0) @binding(0) var<storage, read> eb_dout: array<f32>;         // (N, C)
 @group(0) @binding(1) var<storage, read> eb_tokens: array<u32>;       // (N)
 @group(0) @binding(2) var<storage, read_write> eb_dtable: array<f32>; // (V, C), accumulated
@@ -53,10 +54,9 @@ var<workgroup> eb_hits: array<u32, 2048>;  // the chunk's matching positions n, 
 fn embedding_backward(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>,
                       @builtin(num_workgroups) nwg: vec3<u32>) {
     let ch = eb_p.channels;
-    let blocks = (ch + ROW_WG - 1u) / ROW_WG; // workgroups a row
-    let v = row_index(wg, nwg) / blocks;
+    let v = row_index(wg, nwg) / eb_p.blocks;
     if (v >= eb_p.vocab) { return; } // uniform: the whole workgroup exits
-    let c = (row_index(wg, nwg) % blocks) * ROW_WG + lid; // this thread's channel
+    let c0 = (row_index(wg, nwg) % eb_p.blocks) * ROW_WG + lid; // this thread's first channel
     for (var base = 0u; base < eb_p.tokens; base += EB_CHUNK) {
         let first = base + lid * EB_PER_THREAD; // this thread's tokens: first .. first + 8
         var hits = 0u; // bit k: token first + k matches
@@ -86,19 +86,21 @@ fn embedding_backward(@builtin(local_invocation_index) lid: u32, @builtin(workgr
         }
         workgroupBarrier();
         let total = eb_scan[ROW_WG - 1u];
-        if (c < ch && total > 0u) {
-            var acc = eb_dtable[v * ch + c];
-            var j = 0u;
-            // Four rows' loads in flight together, still added one by one in ascending n.
-            for (; j + 4u <= total; j += 4u) {
-                let g0 = eb_dout[eb_hits[j] * ch + c];
-                let g1 = eb_dout[eb_hits[j + 1u] * ch + c];
-                let g2 = eb_dout[eb_hits[j + 2u] * ch + c];
-                let g3 = eb_dout[eb_hits[j + 3u] * ch + c];
-                acc = (((acc + g0) + g1) + g2) + g3;
+        if (total > 0u) {
+            for (var c = c0; c < ch; c += eb_p.blocks * ROW_WG) {
+                var acc = eb_dtable[v * ch + c];
+                var j = 0u;
+                // Four rows' loads in flight together, still added one by one in ascending n.
+                for (; j + 4u <= total; j += 4u) {
+                    let g0 = eb_dout[eb_hits[j] * ch + c];
+                    let g1 = eb_dout[eb_hits[j + 1u] * ch + c];
+                    let g2 = eb_dout[eb_hits[j + 2u] * ch + c];
+                    let g3 = eb_dout[eb_hits[j + 3u] * ch + c];
+                    acc = (((acc + g0) + g1) + g2) + g3;
+                }
+                for (; j < total; j++) { acc += eb_dout[eb_hits[j] * ch + c]; }
+                eb_dtable[v * ch + c] = acc;
             }
-            for (; j < total; j++) { acc += eb_dout[eb_hits[j] * ch + c]; }
-            eb_dtable[v * ch + c] = acc;
         }
         workgroupBarrier(); // eb_scan and eb_hits are rewritten by the next chunk
     }

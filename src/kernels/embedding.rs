@@ -34,7 +34,8 @@ pub struct EmbParams {
     pub tokens: u32,
     pub vocab: u32,
     pub channels: u32,
-    pub _pad: u32,
+    /// embedding_backward: workgroups a row (see `backward_blocks`); the other kernels ignore it.
+    pub blocks: u32,
 }
 
 /// Fails unless every token is < vocab, naming the first bad position and value. The kernels
@@ -58,7 +59,7 @@ fn shape(tokens: &Tensor, rows: &Tensor, table: &Tensor) -> Result<EmbParams> {
     if !table.len().is_multiple_of(c) {
         return Err(KilnError::invalid(table.name(), format!("{} elements are not whole rows of C = {c} channels", table.len())));
     }
-    Ok(EmbParams { tokens: n as u32, vocab: (table.len() / c) as u32, channels: c as u32, _pad: 0 })
+    Ok(EmbParams { tokens: n as u32, vocab: (table.len() / c) as u32, channels: c as u32, blocks: 1 })
 }
 
 /// out (N, C) = table[tokens] with table (V, C); a token >= V gives a zero row.
@@ -85,11 +86,18 @@ pub fn embedding_rms_norm(gpu: &Gpu, tokens: &Tensor, table: &Tensor, weight: &T
 
 /// dtable (V, C) += Σ over positions n with tokens[n] == v of dout[n, :]; deterministic.
 pub fn embedding_backward(gpu: &Gpu, dout: &Tensor, tokens: &Tensor, dtable: &Tensor) -> Result<Op> {
-    let p = shape(tokens, dout, dtable)?;
+    let mut p = shape(tokens, dout, dtable)?;
+    p.blocks = backward_blocks(p.vocab, p.channels);
     let u = gpu.uniform("embedding params", &p);
-    // A workgroup per 256 channels of a row (embedding.wgsl).
-    let blocks = p.channels.div_ceil(256);
-    gpu.op(&EMBEDDING_BACKWARD, &[T(dout), T(tokens), T(dtable), Uni(&u)], gpu.grid(p.vocab * blocks))
+    gpu.op(&EMBEDDING_BACKWARD, &[T(dout), T(tokens), T(dtable), Uni(&u)], gpu.grid(p.vocab * p.blocks))
+}
+
+/// Workgroups for each row of dtable in `embedding_backward`: one per 256 channels while the
+/// whole grid stays within about 1,024 workgroups (what a large GPU runs at once), else fewer,
+/// down to one a row: every workgroup scans all the tokens, so a big vocabulary (an imported
+/// Llama's 32,000) split four ways would scan them four times as often for rows mostly empty.
+pub fn backward_blocks(vocab: u32, channels: u32) -> u32 {
+    channels.div_ceil(256).min(1024 / vocab.max(1)).max(1)
 }
 
 // ---------------------------------------------------------------- f64 references

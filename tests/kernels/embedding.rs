@@ -20,9 +20,10 @@ const RTOL: f64 = 1e-5;
 
 /// (N, V, C, grid limit): a tiny case; N > 2048 (several of the backward's token chunks) with
 /// C not a multiple of 64; C > 256 on a 2-D grid (13 vocab rows of two 256-channel backward
-/// workgroups, the second part-filled, and 235 forward workgroups, limit 5); and a tiny
-/// vocabulary where each row collects ~200 positions, on a 2-D grid.
-const CASES: &[(usize, usize, usize, u32)] = &[(7, 5, 10, 65_535), (2100, 11, 70, 65_535), (50, 13, 300, 5), (600, 3, 33, 2)];
+/// workgroups, the second part-filled, and 235 forward workgroups, limit 5); a vocabulary too
+/// big to split its rows (600 rows, one backward workgroup each walking its 300 channels); and
+/// a tiny vocabulary where each row collects ~200 positions, on a 2-D grid.
+const CASES: &[(usize, usize, usize, u32)] = &[(7, 5, 10, 65_535), (2100, 11, 70, 65_535), (50, 13, 300, 5), (40, 600, 300, 65_535), (600, 3, 33, 2)];
 
 /// Random tokens < vocab, with a few out-of-range ones the kernels must treat as zero rows.
 fn tokens(rng: &mut Rng, n: usize, vocab: usize) -> Vec<u32> {
@@ -116,6 +117,18 @@ fn check_tokens_names_the_bad_position() {
         }
         other => panic!("expected InvalidInput, got {other:?}"),
     }
+}
+
+/// The backward splits rows into 256-channel workgroups only while the grid stays small: the
+/// CASES above take both paths (two workgroups a row for 13 × 300, one for 600 × 300).
+#[cfg(not(target_arch = "wasm32"))]
+#[test]
+fn backward_splits_rows_only_for_small_vocabularies() {
+    assert_eq!(emb::backward_blocks(13, 300), 2);
+    assert_eq!(emb::backward_blocks(600, 300), 1);
+    assert_eq!(emb::backward_blocks(60, 1024), 4); // the char-level Llamas at d_model 1,024
+    assert_eq!(emb::backward_blocks(60, 256), 1);
+    assert_eq!(emb::backward_blocks(32_000, 4096), 1); // an imported Llama's vocabulary
 }
 
 #[cfg(not(target_arch = "wasm32"))]
