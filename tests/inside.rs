@@ -119,10 +119,32 @@ fn distributions_describe_the_weights_gradients_updates_and_activations() {
     });
 }
 
+/// Checks each hidden layer's activation distribution in `got` against f64 on the CPU:
+/// tanh(W·x + b) layer by layer from `weights` (the flat buffer read back), for the (32, 2)
+/// batch `x`. Tolerances: min and max within 1e-5 and RMS within 1e-4 relative (f32 dot
+/// products of ≤ 40 terms of order 1).
+fn assert_activations_of(s: &Session, weights: &[f32], got: &kiln::session::inspect::Inspection, x: &[f32], hidden: &[usize]) {
+    let param = |name: &str| {
+        let e = s.params.entries.iter().find(|e| e.spec.name == name).unwrap();
+        weights[e.offset..e.offset + e.elements()].iter().map(|&v| v as f64).collect::<Vec<f64>>()
+    };
+    let mut h: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+    let fan_ins = std::iter::once(2).chain(hidden.iter().copied());
+    for (l, (fan_in, &out)) in fan_ins.zip(hidden).enumerate() {
+        let (wl, bl) = (param(&format!("layer{l}.weight")), param(&format!("layer{l}.bias")));
+        h = (0..32 * out).map(|i| (bl[i % out] + (0..fan_in).map(|j| wl[(i % out) * fan_in + j] * h[(i / out) * fan_in + j]).sum::<f64>()).tanh()).collect();
+        let d = got.layers[l].activation.as_ref().unwrap_or_else(|| panic!("layer{l} activation"));
+        let (min, max) = h.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| (a.min(v), b.max(v)));
+        let rms = (h.iter().map(|v| v * v).sum::<f64>() / h.len() as f64).sqrt();
+        assert!((d.min as f64 - min).abs() <= 1e-5 && (d.max as f64 - max).abs() <= 1e-5, "layer{l}: range {} {} vs {min} {max}", d.min, d.max);
+        assert!((d.rms as f64 - rms).abs() <= 1e-4 * rms, "layer{l}: rms {} vs {rms}", d.rms);
+        assert_eq!(d.counts.iter().sum::<u32>() as usize, 32 * out, "layer{l}: counts");
+    }
+    assert!(got.layers[hidden.len()].activation.is_none(), "the output layer has none");
+}
+
 /// The fused MLP pass (widths ≤ 32 on every adapter) keeps no activations: `inspect` runs the
-/// last batch through the forward pass under the current weights. Checked against f64 on the
-/// CPU: tanh(W·x + b) layer by layer for a batch the test chose. Tolerances: min and max within
-/// 1e-5 and RMS within 1e-4 relative (f32 dot products of ≤ 8 terms of order 1).
+/// last batch through the forward pass under the current weights, a batch the test chose.
 #[test]
 fn a_fused_mlp_shows_its_last_batch_activations() {
     let mut s = mlp(vec![8, 6]);
@@ -131,26 +153,26 @@ fn a_fused_mlp_shows_its_last_batch_activations() {
         let x: Vec<f32> = (0..32 * 2).map(|i| ((i * 37 % 29) as f32 / 14.0) - 1.0).collect();
         s.train_on(&[Batch::Classes(x.clone(), (0..32).map(|i| i % 2).collect())]).unwrap();
         let w = s.gpu.read_f32(&s.params.weights).await.unwrap();
-        let got = s.inspect(16).await.unwrap();
-        let param = |name: &str| {
-            let e = s.params.entries.iter().find(|e| e.spec.name == name).unwrap();
-            w[e.offset..e.offset + e.elements()].iter().map(|&v| v as f64).collect::<Vec<f64>>()
-        };
-        let mut h: Vec<f64> = x.iter().map(|&v| v as f64).collect();
-        for (l, (fan_in, out)) in [(2, 8), (8, 6)].into_iter().enumerate() {
-            let (wl, bl) = (param(&format!("layer{l}.weight")), param(&format!("layer{l}.bias")));
-            h = (0..32 * out)
-                .map(|i| (bl[i % out] + (0..fan_in).map(|j| wl[(i % out) * fan_in + j] * h[(i / out) * fan_in + j]).sum::<f64>()).tanh())
-                .collect();
-            let d = got.layers[l].activation.as_ref().unwrap_or_else(|| panic!("layer{l} activation"));
-            let (min, max) = h.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| (a.min(v), b.max(v)));
-            let rms = (h.iter().map(|v| v * v).sum::<f64>() / h.len() as f64).sqrt();
-            assert!((d.min as f64 - min).abs() <= 1e-5 && (d.max as f64 - max).abs() <= 1e-5, "layer{l}: range {} {} vs {min} {max}", d.min, d.max);
-            assert!((d.rms as f64 - rms).abs() <= 1e-4 * rms, "layer{l}: rms {} vs {rms}", d.rms);
-            assert_eq!(d.counts.iter().sum::<u32>() as usize, 32 * out, "layer{l}: counts");
-        }
-        assert!(got.layers[2].activation.is_none(), "the output layer has none");
+        assert_activations_of(&s, &w, &s.inspect(16).await.unwrap(), &x, &[8, 6]);
     });
+}
+
+/// Before the first step no batch has been through the model (its input buffer is zero): the
+/// activations are those of the batch the first step will draw, on both passes (fused, and on
+/// a CPU adapter layer by layer for 40 wide), and looking does not change what is trained.
+#[test]
+fn before_the_first_step_mlps_show_the_first_batchs_activations() {
+    for hidden in [vec![8, 6], vec![40]] {
+        let mut s = mlp(hidden.clone());
+        pollster::block_on(async {
+            let got = s.inspect(16).await.unwrap();
+            let w = s.gpu.read_f32(&s.params.weights).await.unwrap();
+            let Batch::Classes(x, _) = s.sample_batch() else { panic!("a batch of points") };
+            assert_activations_of(&s, &w, &got, &x, &hidden);
+            let Batch::Classes(unseen, _) = mlp(hidden.clone()).sample_batch() else { panic!("a batch of points") };
+            assert_eq!(x, unseen, "inspecting advanced the sampler");
+        });
+    }
 }
 
 #[test]

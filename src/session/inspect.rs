@@ -3,10 +3,12 @@
 //! activation distribution. Computed on the GPU from the buffers the last step left
 //! (`tensor_stats` + `tensor_histogram`: two dispatches for all tensors, two per activation); a
 //! few thousand numbers come back, never a whole buffer. The fused MLP pass keeps no
-//! activations, so for it the last batch runs once more through the layer-by-layer forward.
+//! activations, so for it the last batch runs once more through the layer-by-layer forward;
+//! before a session's first step, an MLP's activations are those of the first batch.
 
 use serde::Serialize;
 
+use crate::data::batches::Batch;
 use crate::error::{ensure, Result};
 use crate::gpu::{Command, Op, Tensor};
 use crate::kernels::inspect::{tensor_distributions, StatsInputs, MAX_BINS, STATS_WIDTH};
@@ -115,15 +117,26 @@ impl Session {
         Ok(Inspection { step: self.step, tensors, layers })
     }
 
-    /// For an MLP on the fused pass (which keeps no activations): a layer-by-layer forward net
-    /// over the last micro-batch, its input already copied in; its `forward` fills the taps.
+    /// For an MLP: a layer-by-layer forward net with its input filled in, whose `forward` fills
+    /// the taps. The input is the last micro-batch trained, which the fused pass keeps no
+    /// activations of; or, before any step of this session (new, restored or recovered: its
+    /// input buffer is still zero), the batch the next step will draw, drawn from a copy of
+    /// the sampler so that training is unchanged. None where the training pass's own taps
+    /// already hold the last batch's activations.
     fn recompute_activations(&self) -> Result<Option<Net>> {
         let ModelConfig::Mlp(mlp) = &self.cfg.model else { return Ok(None) };
-        if !self.pass.taps.layers.is_empty() || mlp.hidden.is_empty() {
+        if mlp.hidden.is_empty() || (!self.pass.taps.layers.is_empty() && self.trained_here) {
             return Ok(None);
         }
         let net = self.cfg.model.build(&self.gpu, &self.params, self.pass.input.shape()[0], false)?;
-        self.gpu.submit(&[Command::Copy { from: &self.pass.input, to: &net.input }]);
+        if self.trained_here {
+            self.gpu.submit(&[Command::Copy { from: &self.pass.input, to: &net.input }]);
+            return Ok(Some(net));
+        }
+        match self.data.sample(&mut self.rng.clone(), self.cfg.batch, false) {
+            Batch::Classes(x, _) | Batch::Values(x, _) => self.gpu.write(&net.input, &x)?,
+            Batch::Tokens(..) => return Ok(None), // a Llama's batch: never an MLP's
+        }
         Ok(Some(net))
     }
 

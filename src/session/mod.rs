@@ -80,6 +80,8 @@ pub struct Session {
     last_ratios: Vec<f32>,
     rng: Rng,
     step: u64,
+    /// Whether this session has trained a step, so that the pass's input holds a batch.
+    trained_here: bool,
     read_up_to: u64,
     /// Steps whose update the NaN guard skipped: in all, and in a row up to the last read.
     pub skipped_steps: u64,
@@ -150,6 +152,7 @@ impl Session {
             last_ratios,
             rng,
             step: 0,
+            trained_here: false,
             read_up_to: 0,
             skipped_steps: 0,
             skipped_in_a_row: 0,

@@ -45,6 +45,7 @@ impl Session {
             self.submit_micro(micro == 0, micro + 1 == micro_batches);
         }
         self.step = t;
+        self.trained_here = true;
         self.snapshots.after_step(&self.gpu, &self.params, t, &self.rng);
         self.gpu.check_errors()
     }
