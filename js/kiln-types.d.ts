@@ -270,8 +270,9 @@ gradRms: number,
 /**
  * The layer's output on the last training micro-batch: an MLP's hidden activations (under
  * the weights before the last update, or after it where the fused pass recomputes them), a
- * Llama block's residual stream; null for layers with no such output (an MLP's output
- * layer, the Llama's embedding and head).
+ * Llama block's residual stream (before an MLP's first step: on its first batch); null for
+ * layers with no such output (an MLP's output layer, the Llama's embedding and head), and
+ * for a Llama before its first step.
  */
 activation: Distribution | null, };
 

@@ -175,6 +175,23 @@ fn before_the_first_step_mlps_show_the_first_batchs_activations() {
     }
 }
 
+/// A Llama's activations are what its last step kept: before its first step it has none to
+/// show (not the zeros its buffers hold), and after one step every block has them.
+#[test]
+fn a_llama_shows_activations_from_its_first_step_on() {
+    let mut s = llama();
+    pollster::block_on(async {
+        let before = s.inspect(8).await.unwrap();
+        assert!(before.layers.iter().all(|l| l.activation.is_none()), "activations before any step");
+        s.train(1).unwrap();
+        let after = s.inspect(8).await.unwrap();
+        let blocks: Vec<&str> = after.layers.iter().filter(|l| l.activation.is_some()).map(|l| l.name.as_str()).collect();
+        assert_eq!(blocks, ["blocks.0", "blocks.1"]);
+        let d = after.layers.iter().find(|l| l.name == "blocks.0").and_then(|l| l.activation.as_ref()).unwrap();
+        assert!(d.rms > 0.0 && d.non_finite == 0, "blocks.0's output: {d:?}");
+    });
+}
+
 #[test]
 fn attention_maps_are_causal_rows_that_sum_to_one() {
     let mut s = llama();

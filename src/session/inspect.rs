@@ -4,7 +4,8 @@
 //! (`tensor_stats` + `tensor_histogram`: two dispatches for all tensors, two per activation); a
 //! few thousand numbers come back, never a whole buffer. The fused MLP pass keeps no
 //! activations, so for it the last batch runs once more through the layer-by-layer forward;
-//! before a session's first step, an MLP's activations are those of the first batch.
+//! before a session's first step, an MLP's activations are those of the first batch, and a
+//! Llama has none yet.
 
 use serde::Serialize;
 
@@ -59,8 +60,9 @@ pub struct LayerStats {
     pub grad_rms: f32,
     /// The layer's output on the last training micro-batch: an MLP's hidden activations (under
     /// the weights before the last update, or after it where the fused pass recomputes them), a
-    /// Llama block's residual stream; null for layers with no such output (an MLP's output
-    /// layer, the Llama's embedding and head).
+    /// Llama block's residual stream (before an MLP's first step: on its first batch); null for
+    /// layers with no such output (an MLP's output layer, the Llama's embedding and head), and
+    /// for a Llama before its first step.
     pub activation: Option<Distribution>,
 }
 
@@ -92,7 +94,8 @@ impl Session {
         let mut widen = vec![];
         let recomputed = self.recompute_activations()?;
         let taps = recomputed.as_ref().map_or(&self.pass.taps, |net| &net.taps);
-        let layers = taps.layers_f32(&self.gpu, &mut widen)?;
+        // A Llama's taps hold nothing before its first step here: no activations yet, not zeros.
+        let layers = if recomputed.is_some() || self.trained_here { taps.layers_f32(&self.gpu, &mut widen)? } else { vec![] };
         let forward = recomputed.iter().flat_map(|net| &net.forward);
         // (1, 2) each activation tensor as one range
         let wholes = layers.iter().map(|(_, a)| self.gpu.tensor_from("activation table", &[1, 2], &[0u32, a.len() as u32])).collect::<Result<Vec<_>>>()?;
