@@ -270,9 +270,10 @@ gradRms: number,
 /**
  * The layer's output on the last training micro-batch: an MLP's hidden activations (under
  * the weights before the last update, or after it where the fused pass recomputes them), a
- * Llama block's residual stream (before an MLP's first step: on its first batch); null for
+ * Llama block's residual stream; before this session's first step (a new run, or one
+ * restored from a checkpoint) an MLP's on the batch the next step will draw. Null for
  * layers with no such output (an MLP's output layer, the Llama's embedding and head), and
- * for a Llama before its first step.
+ * for a Llama before this session's first step.
  */
 activation: Distribution | null, };
 

@@ -158,11 +158,11 @@ fn a_fused_mlp_shows_its_last_batch_activations() {
 }
 
 /// Before the first step no batch has been through the model (its input buffer is zero): the
-/// activations are those of the batch the first step will draw, on both passes (fused, and on
-/// a CPU adapter layer by layer for 40 wide), and looking does not change what is trained.
+/// activations are those of the batch the first step will draw, on both passes (fused, and
+/// layer by layer for 72 wide on every adapter), and looking does not change what is trained.
 #[test]
 fn before_the_first_step_mlps_show_the_first_batchs_activations() {
-    for hidden in [vec![8, 6], vec![40]] {
+    for hidden in [vec![8, 6], vec![72]] {
         let mut s = mlp(hidden.clone());
         pollster::block_on(async {
             let got = s.inspect(16).await.unwrap();
@@ -175,8 +175,9 @@ fn before_the_first_step_mlps_show_the_first_batchs_activations() {
     }
 }
 
-/// A Llama's activations are what its last step kept: before its first step it has none to
-/// show (not the zeros its buffers hold), and after one step every block has them.
+/// A Llama's activations are what its last step kept: before the session's first step (a new
+/// run, or one restored from a checkpoint) it has none to show (not the zeros its buffers
+/// hold), and after one step every block has them.
 #[test]
 fn a_llama_shows_activations_from_its_first_step_on() {
     let mut s = llama();

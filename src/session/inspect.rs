@@ -4,8 +4,8 @@
 //! (`tensor_stats` + `tensor_histogram`: two dispatches for all tensors, two per activation); a
 //! few thousand numbers come back, never a whole buffer. The fused MLP pass keeps no
 //! activations, so for it the last batch runs once more through the layer-by-layer forward;
-//! before a session's first step, an MLP's activations are those of the first batch, and a
-//! Llama has none yet.
+//! before a session's first step (a new run, or one restored from a checkpoint), an MLP's
+//! activations are those of the next batch, and a Llama has none yet.
 
 use serde::Serialize;
 
@@ -60,9 +60,10 @@ pub struct LayerStats {
     pub grad_rms: f32,
     /// The layer's output on the last training micro-batch: an MLP's hidden activations (under
     /// the weights before the last update, or after it where the fused pass recomputes them), a
-    /// Llama block's residual stream (before an MLP's first step: on its first batch); null for
+    /// Llama block's residual stream; before this session's first step (a new run, or one
+    /// restored from a checkpoint) an MLP's on the batch the next step will draw. Null for
     /// layers with no such output (an MLP's output layer, the Llama's embedding and head), and
-    /// for a Llama before its first step.
+    /// for a Llama before this session's first step.
     pub activation: Option<Distribution>,
 }
 
@@ -94,7 +95,7 @@ impl Session {
         let mut widen = vec![];
         let recomputed = self.recompute_activations()?;
         let taps = recomputed.as_ref().map_or(&self.pass.taps, |net| &net.taps);
-        // A Llama's taps hold nothing before its first step here: no activations yet, not zeros.
+        // A Llama's taps hold nothing before this session's first step: no activations, not zeros.
         let layers = if recomputed.is_some() || self.trained_here { taps.layers_f32(&self.gpu, &mut widen)? } else { vec![] };
         let forward = recomputed.iter().flat_map(|net| &net.forward);
         // (1, 2) each activation tensor as one range

@@ -21,9 +21,11 @@ const RTOL: f64 = 1e-5;
 /// (N, V, C, grid limit): a tiny case; N > 2048 (several of the backward's token chunks) with
 /// C not a multiple of 64; C > 256 on a 2-D grid (13 vocab rows of two 256-channel backward
 /// workgroups, the second part-filled, and 235 forward workgroups, limit 5); a vocabulary too
-/// big to split its rows (600 rows, one backward workgroup each walking its 300 channels); and
-/// a tiny vocabulary where each row collects ~200 positions, on a 2-D grid.
-const CASES: &[(usize, usize, usize, u32)] = &[(7, 5, 10, 65_535), (2100, 11, 70, 65_535), (50, 13, 300, 5), (40, 600, 300, 65_535), (600, 3, 33, 2)];
+/// big to split its rows (600 rows, one backward workgroup each walking its 300 channels); one
+/// split three ways with each workgroup walking two 256-channel stretches, 768 apart (300 rows
+/// of 1,024); and a tiny vocabulary where each row collects ~200 positions, on a 2-D grid.
+const CASES: &[(usize, usize, usize, u32)] =
+    &[(7, 5, 10, 65_535), (2100, 11, 70, 65_535), (50, 13, 300, 5), (40, 600, 300, 65_535), (30, 300, 1024, 65_535), (600, 3, 33, 2)];
 
 /// Random tokens < vocab, with a few out-of-range ones the kernels must treat as zero rows.
 fn tokens(rng: &mut Rng, n: usize, vocab: usize) -> Vec<u32> {
@@ -65,7 +67,8 @@ pub async fn run(gpu: &Gpu, c: &mut Checks) {
         let (dout, dout64) = random_tensor(gpu, &mut rng, "dout", &[n, ch], -1.0, 1.0);
         let (dtable, dtable0) = random_tensor(gpu, &mut rng, "dtable", &[vocab, ch], -1.0, 1.0);
         let bwd = emb::embedding_backward(gpu, &dout, &tt, &dtable).unwrap();
-        assert_eq!(bwd.workgroups[1] > 1, vocab > limit as usize, "2-D grid expected iff V > limit");
+        let groups = vocab as u32 * emb::backward_blocks(vocab as u32, ch as u32);
+        assert_eq!(bwd.workgroups[1] > 1, groups > limit, "2-D grid expected iff V × blocks > limit");
         gpu.run(&[&bwd]).unwrap();
         let got = read(gpu, &dtable).await;
         let want: Vec<f64> = reference::embedding_backward(&dout64, &tok, vocab).iter().zip(&dtable0).map(|(a, b)| a + b).collect();
@@ -120,12 +123,14 @@ fn check_tokens_names_the_bad_position() {
 }
 
 /// The backward splits rows into 256-channel workgroups only while the grid stays small: the
-/// CASES above take both paths (two workgroups a row for 13 × 300, one for 600 × 300).
+/// CASES above take every path (two workgroups a row for 13 × 300, one for 600 × 300, three
+/// walking two stretches each for 300 × 1,024).
 #[cfg(not(target_arch = "wasm32"))]
 #[test]
 fn backward_splits_rows_only_for_small_vocabularies() {
     assert_eq!(emb::backward_blocks(13, 300), 2);
     assert_eq!(emb::backward_blocks(600, 300), 1);
+    assert_eq!(emb::backward_blocks(300, 1024), 3);
     assert_eq!(emb::backward_blocks(60, 1024), 4); // the char-level Llamas at d_model 1,024
     assert_eq!(emb::backward_blocks(60, 256), 1);
     assert_eq!(emb::backward_blocks(32_000, 4096), 1); // an imported Llama's vocabulary

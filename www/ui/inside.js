@@ -70,7 +70,7 @@ export class Inside {
 
 /** What the activation chart shows, or why it is empty. */
 function activationNote(llama, kept) {
-  if (llama) return "each block's output (the residual stream after it) on the last training batch (from the first step on)";
-  if (kept) return "each hidden layer's output after its activation, on the last training batch (before the first step, on the first)";
+  if (llama) return "each block's output (the residual stream after it) on the last training batch (none yet in a new or reopened run, until it trains a step)";
+  if (kept) return "each hidden layer's output after its activation, on the last training batch (in a new or reopened run, until it trains a step: on the next batch)";
   return 'none: this MLP has no hidden layer; the Network card shows its inputs and outputs';
 }
