@@ -154,10 +154,8 @@ fn mf_rows_pass(lid: u32, p: u32, slot: u32, first: bool) {
     mf_forward(lid, row, j, rc, live);
     mf_loss_and_grad(lid, row, j, rc, live, slot, first);
     // Backward, last layer first; mf_grad's two planes take turns holding this layer's dz.
-    var cur = 0u;
     for (var step = 0u; step < mf.layers; step++) {
-        mf_backward_layer(lid, row, j, mf.layers - 1u - step, cur, slot, first);
-        cur = cur ^ 1u;
+        mf_backward_layer(lid, row, j, mf.layers - 1u - step, step & 1u, slot, first);
     }
 }
 
