@@ -161,10 +161,11 @@ async function snapshot({ force = false }) {
   if (!wantWeights && !wantEval && !wantSample && !wantInside) return;
   const msg = { type: ToPage.snapshot };
   const transfer = [];
-  // Each part takes its own turn on the GPU queue: a new run, a step or a save waits for one
-  // part at most, and the parts of a replaced run are skipped.
+  // Each part takes its own turn on the GPU queue; the parts of a replaced run are skipped (by
+  // the run too: `create` bumps the generation before its run exists, e.g. MLP grid vs Llama).
+  const planned = run;
   const part = (fn) => exclusive(async () => {
-    if (gen === generation && run) await fn();
+    if (gen === generation && run && run === planned) await fn();
   });
   try {
     if (wantWeights) {
