@@ -6,7 +6,7 @@
 //
 // --scaling trains the scaling table's configs (presets::scaling) instead of the presets;
 // --mixed trains llama-tiny and llama-small (llama-tiny only with --quick) in fp32 and in mixed
-// precision (each run's GPU memory is in its row); --profile then times each Llama config's step
+// precision (each run's GPU memory is in its row); --profile then times each config's step
 // dispatch by dispatch (profileStep), as `kiln bench --scaling` does natively. --toggles turns
 // Dawn features a browser keeps on off (its robustness checks, zero-filled workgroup memory,
 // guarded integer division), to size what each costs; the page can never do so.
@@ -36,11 +36,13 @@ function precisionConfigs() {
       return { name: `${name} ${precision}`, config };
     }));
 }
-const configs = process.argv.includes('--scaling') ? scalingConfigs() : process.argv.includes('--mixed') ? precisionConfigs() : null;
+// KILN_SCALING_ONLY=PREFIX keeps the scaling configs whose name starts with it (as natively).
+const scaling = () => scalingConfigs().filter((c) => c.name.startsWith(process.env.KILN_SCALING_ONLY ?? ''));
+const configs = process.argv.includes('--scaling') ? scaling() : process.argv.includes('--mixed') ? precisionConfigs() : null;
 const report = await benchKiln({ kiln, benchMatmul, engine: toggles ? `Dawn (node webgpu; ${toggles})` : 'Dawn (node webgpu)', quick, seconds: Number(arg('--seconds', 3)), configs });
 if (process.argv.includes('--profile')) {
   report.profile = [];
-  for (const { name, config } of (configs ?? []).filter((c) => c.config.model.llama)) {
+  for (const { name, config } of configs ?? []) {
     const rows = await profileStep(name, JSON.stringify(config));
     report.profile.push(...rows);
     console.log(`\nprofile ${name}: ${rows.reduce((s, r) => s + r.us_per_step, 0).toFixed(0)} µs a step`);

@@ -61,6 +61,20 @@ fn row_max(lid: u32, v: f32) -> f32 {
     return max(max(p.x, p.y), max(p.z, p.w));
 }
 
+// Column reductions (bias gradients) run 256-thread workgroups that own `block` adjacent columns
+// each: thread lid serves column lid % block on lane lid / block, and lane j has summed rows j,
+// j + lanes, ... of its column. This adds each column's lanes pairwise (a fixed tree: the bits
+// depend only on the sizes) and leaves column c's total in row_red[c]. `block` (8 to 64, a power
+// of two) comes from a uniform, so the barriers stay uniform.
+fn column_lanes_total(lid: u32, block: u32, v: f32) {
+    row_red[lid] = v;
+    workgroupBarrier();
+    for (var s = ROW_WG / 2u; s >= max(block, 1u); s /= 2u) {
+        if (lid < s) { row_red[lid] += row_red[lid + s]; }
+        workgroupBarrier();
+    }
+}
+
 fn sigmoid(x: f32) -> f32 {
     return 1.0 / (1.0 + exp(-x));
 }

@@ -71,14 +71,15 @@ fn mul_backward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
 }
 
 // ---- bias + activation, fused for MLP hidden layers: z = x + b (b broadcast), h = f(z) ----
+// x may arrive unreduced: a split-K product's `splits` partial arrays, added here in split order.
 struct BiasActParams {
-    kind: u32, // 0 relu, 1 silu, 2 tanh
+    kind: u32,   // 0 relu, 1 silu, 2 tanh
+    splits: u32, // x's partial arrays (1: x itself)
     _pad0: u32,
     _pad1: u32,
-    _pad2: u32,
 };
 
-@group(0) @binding(0) var<storage, read> ba_x: array<f32>;         // (N) = (B, C)
+@group(0) @binding(0) var<storage, read> ba_x: array<f32>;         // (splits, N), N = (B, C)
 @group(0) @binding(1) var<storage, read> ba_bias: array<f32>;      // (C)
 @group(0) @binding(2) var<storage, read_write> ba_z: array<f32>;   // (N) kept for the backward
 @group(0) @binding(3) var<storage, read_write> ba_h: array<f32>;   // (N)
@@ -87,8 +88,11 @@ struct BiasActParams {
 @compute @workgroup_size(64)
 fn bias_activation(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = linear_index(gid, nwg);
-    if (i >= arrayLength(&ba_z)) { return; }
-    let z = ba_x[i] + ba_bias[i % arrayLength(&ba_bias)];
+    let n = arrayLength(&ba_z);
+    if (i >= n) { return; }
+    var x = ba_x[i];
+    for (var s = 1u; s < ba.splits; s++) { x += ba_x[s * n + i]; }
+    let z = x + ba_bias[i % arrayLength(&ba_bias)];
     ba_z[i] = z;
     var h = max(0.0, z);
     if (ba.kind == 1u) { h = z * sigmoid(z); }
@@ -129,32 +133,103 @@ fn tanh_forward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
 }
 
 // ---- activation backwards: grad_in = grad_out * f'(x) ----
+// kind: 0 relu, 1 silu, 2 tanh (as BiasActParams).
+fn activation_backward_at(kind: u32, g: f32, x: f32) -> f32 {
+    if (kind == 1u) {
+        let s = sigmoid(x);
+        return g * s * (1.0 + x * (1.0 - s));
+    }
+    if (kind == 2u) {
+        let t = stable_tanh(x);
+        return g * (1.0 - t * t);
+    }
+    return select(0.0, g, x > 0.0);
+}
+
 @group(0) @binding(0) var<storage, read> actb_grad_out: array<f32>;     // (N)
 @group(0) @binding(1) var<storage, read> actb_in: array<f32>;           // (N) forward input x
 @group(0) @binding(2) var<storage, read_write> actb_grad_in: array<f32>; // (N)
 
-@compute @workgroup_size(64)
-fn silu_backward_real(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+fn activation_backward_one(kind: u32, gid: vec3<u32>, nwg: vec3<u32>) {
     let i = linear_index(gid, nwg);
     if (i >= arrayLength(&actb_grad_out)) { return; }
-    let x = actb_in[i];
-    let s = sigmoid(x);
-    actb_grad_in[i] = actb_grad_out[i] * s * (1.0 + x * (1.0 - s));
+    actb_grad_in[i] = activation_backward_at(kind, actb_grad_out[i], actb_in[i]);
 }
 
 @compute @workgroup_size(64)
 fn relu_backward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let i = linear_index(gid, nwg);
-    if (i >= arrayLength(&actb_grad_out)) { return; }
-    actb_grad_in[i] = select(0.0, actb_grad_out[i], actb_in[i] > 0.0);
+    activation_backward_one(0u, gid, nwg);
+}
+
+@compute @workgroup_size(64)
+fn silu_backward_real(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    activation_backward_one(1u, gid, nwg);
 }
 
 @compute @workgroup_size(64)
 fn tanh_backward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let i = linear_index(gid, nwg);
-    if (i >= arrayLength(&actb_grad_out)) { return; }
-    let t = stable_tanh(actb_in[i]);
-    actb_grad_in[i] = actb_grad_out[i] * (1.0 - t * t);
+    activation_backward_one(2u, gid, nwg);
+}
+
+// ---- an MLP hidden layer's backward through its activation, with its bias gradient ----
+// dz = dh · f'(z) and db (+)= Σ_rows dz in one pass: one dispatch and one read of dz fewer than
+// an activation backward followed by column_sum, whose layout and order of sums this shares
+// (reduce.wgsl). dh may arrive unreduced: a split-K product's `splits` partial arrays, added in
+// split order (as matmul_split_reduce would).
+struct ActSumParams {
+    rows: u32,
+    cols: u32,
+    accumulate: u32, // 1: db += Σ, 0: db = Σ
+    lanes: u32,      // threads a column (4 to 32, a power of two); a workgroup owns 256 / lanes columns
+    splits: u32,     // dh's partial arrays (1: dh itself)
+    kind: u32,       // as BiasActParams
+    _pad0: u32,
+    _pad1: u32,
+};
+
+@group(0) @binding(0) var<storage, read> abs_dh: array<f32>;        // (splits, rows, cols)
+@group(0) @binding(1) var<storage, read> abs_z: array<f32>;         // (rows, cols) pre-activation
+@group(0) @binding(2) var<storage, read_write> abs_dz: array<f32>;  // (rows, cols)
+@group(0) @binding(3) var<storage, read_write> abs_db: array<f32>;  // (cols)
+@group(0) @binding(4) var<uniform> abs_p: ActSumParams;
+
+// dz at row r, column col: written, and returned for the column's sum.
+fn abs_dz_at(r: u32, col: u32) -> f32 {
+    let i = r * abs_p.cols + col;
+    var g = abs_dh[i];
+    for (var s = 1u; s < abs_p.splits; s++) { g += abs_dh[s * abs_p.rows * abs_p.cols + i]; }
+    let dz = activation_backward_at(abs_p.kind, g, abs_z[i]);
+    abs_dz[i] = dz;
+    return dz;
+}
+
+@compute @workgroup_size(256)
+fn activation_backward_sum(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>,
+                           @builtin(num_workgroups) nwg: vec3<u32>) {
+    let cols = abs_p.cols;
+    let lanes = abs_p.lanes;
+    let block = ROW_WG / lanes;
+    let first = row_index(wg, nwg) * block;
+    if (first >= cols) { return; } // whole workgroup: barriers stay uniform
+    let col = first + lid % block;
+    var acc = 0.0;
+    if (col < cols) {
+        let rows = abs_p.rows;
+        var r = lid / block;
+        for (; r + 3u * lanes < rows; r += 4u * lanes) {
+            let a = abs_dz_at(r, col);
+            let b = abs_dz_at(r + lanes, col);
+            let c = abs_dz_at(r + 2u * lanes, col);
+            let d = abs_dz_at(r + 3u * lanes, col);
+            acc = acc + a + b + c + d;
+        }
+        for (; r < rows; r += lanes) { acc += abs_dz_at(r, col); }
+    }
+    column_lanes_total(lid, block, acc);
+    if (lid < block && col < cols) {
+        let total = row_red[lid];
+        abs_db[col] = select(total, abs_db[col] + total, abs_p.accumulate != 0u);
+    }
 }
 
 // ---- fused SwiGLU gate: out = silu(up) * gate ----

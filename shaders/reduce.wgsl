@@ -65,37 +65,40 @@ struct ColumnParams {
     rows: u32,
     cols: u32,
     accumulate: u32, // 1: db += Σ, 0: db = Σ
-    _pad: u32,
+    lanes: u32,      // threads a column (4 to 32, a power of two); a workgroup owns 256 / lanes columns
 };
 
 @group(0) @binding(0) var<storage, read> cs_dy: array<f32>;       // (rows, cols)
 @group(0) @binding(1) var<storage, read_write> cs_db: array<f32>; // (cols)
 @group(0) @binding(2) var<uniform> cs_params: ColumnParams;
 
-// A workgroup owns 64 adjacent columns; its 4 lanes of 64 threads sum every 4th row each (so a
-// warp reads 64 contiguous floats of one row), then lane 0 adds the 4 lane sums in fixed order.
-const COL_BLOCK: u32 = 64u;
-const ROW_LANES: u32 = 4u;
-
+// Lane j of a column adds rows j, j + lanes, ... in ascending order with four loads in flight
+// (a warp reads whole 32-byte stretches of a few rows), then column_lanes_total adds the lanes.
 @compute @workgroup_size(256)
 fn column_sum(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>,
               @builtin(num_workgroups) nwg: vec3<u32>) {
     let cols = cs_params.cols;
-    let block = row_index(wg, nwg);
-    if (block * COL_BLOCK >= cols) { return; } // whole workgroup: barriers stay uniform
-    let col = block * COL_BLOCK + lid % COL_BLOCK;
-    let lane = lid / COL_BLOCK;
+    let lanes = cs_params.lanes;
+    let block = ROW_WG / lanes;
+    let first = row_index(wg, nwg) * block;
+    if (first >= cols) { return; } // whole workgroup: barriers stay uniform
+    let col = first + lid % block;
     var acc = 0.0;
     if (col < cols) {
-        for (var r = lane; r < cs_params.rows; r += ROW_LANES) {
-            acc += cs_dy[r * cols + col];
+        let rows = cs_params.rows;
+        var r = lid / block;
+        for (; r + 3u * lanes < rows; r += 4u * lanes) {
+            let a = cs_dy[r * cols + col];
+            let b = cs_dy[(r + lanes) * cols + col];
+            let c = cs_dy[(r + 2u * lanes) * cols + col];
+            let d = cs_dy[(r + 3u * lanes) * cols + col];
+            acc = acc + a + b + c + d;
         }
+        for (; r < rows; r += lanes) { acc += cs_dy[r * cols + col]; }
     }
-    row_red[lid] = acc;
-    workgroupBarrier();
-    if (lane == 0u && col < cols) {
-        let c = lid;
-        let total = (row_red[c] + row_red[c + COL_BLOCK]) + (row_red[c + 2u * COL_BLOCK] + row_red[c + 3u * COL_BLOCK]);
+    column_lanes_total(lid, block, acc);
+    if (lid < block && col < cols) {
+        let total = row_red[lid];
         cs_db[col] = select(total, cs_db[col] + total, cs_params.accumulate != 0u);
     }
 }

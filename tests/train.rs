@@ -3,8 +3,11 @@
 //! on these seeds; a broken gradient or optimizer misses them by far.
 
 use kiln::config::{DataConfig, PointData, SessionConfig};
+use kiln::data::batches::Batch;
 use kiln::data::PointTask;
 use kiln::kernels::elementwise::Activation;
+use kiln::kernels::matmul::Adapter;
+use kiln::kernels::mlp_fused::{reference, FusedLayer, FusedLoss};
 use kiln::model::mlp::MlpConfig;
 use kiln::model::ModelConfig;
 use kiln::optim::{OptimConfig, OptimizerKind};
@@ -50,6 +53,45 @@ fn mlp_learns_spiral_to_95_percent_validation_accuracy() {
             assert!(r.is_finite() && *r > 1e-6 && *r < 0.5, "{name}: update/weight ratio {r}");
         }
     });
+}
+
+/// Widths over 64 train layer by layer, not in the fused pass: after one step on a known batch,
+/// every gradient matches the f64 reference of the whole pass (mlp_fused's, over the same flat
+/// layout), so the products, the fused bias + activation and its backward with the bias sums
+/// are wired to the right layers. f32 dot products of ≤ 80 terms and sums over 64 rows of
+/// values of order 1: atol 2e-5, rtol 1e-4 (as the fused pass's kernel checks).
+#[test]
+fn layer_by_layer_mlp_gradients_match_the_reference() {
+    let rows = 64;
+    let x: Vec<f32> = (0..rows * 2).map(|i| ((i * 37 % 29) as f32 / 14.0) - 1.0).collect();
+    let labels: Vec<u32> = (0..rows as u32).map(|i| u32::from(i % 3 == 0)).collect();
+    for (hidden, act) in [(vec![72, 40], Activation::Relu), (vec![80], Activation::Silu), (vec![66, 66], Activation::Tanh)] {
+        let mut cfg = config(PointTask::Spiral, hidden.clone(), act);
+        cfg.batch = rows;
+        let ModelConfig::Mlp(m) = cfg.model.clone() else { unreachable!() };
+        let mut s = session(cfg);
+        assert!(!m.fusable(Adapter::of(&s.gpu)), "{hidden:?} must train layer by layer");
+        let layers: Vec<FusedLayer> = (m.layer_dims().into_iter().enumerate())
+            .map(|(l, (fan_in, out))| FusedLayer {
+                w: s.params.entry(&format!("layer{l}.weight")).offset,
+                b: s.params.entry(&format!("layer{l}.bias")).offset,
+                fan_in,
+                out,
+            })
+            .collect();
+        pollster::block_on(async {
+            let w = s.gpu.read_f32(&s.params.weights).await.unwrap();
+            s.train_on(&[Batch::Classes(x.clone(), labels.clone())]).unwrap();
+            let got = s.gpu.read_f32(&s.params.grads).await.unwrap();
+            let f64s = |v: &[f32]| v.iter().map(|&a| f64::from(a)).collect::<Vec<f64>>();
+            let targets: Vec<f64> = labels.iter().map(|&l| f64::from(l)).collect();
+            let (_, want) = reference::loss_and_grads(&layers, act, FusedLoss::CrossEntropy, &f64s(&w), &f64s(&x), &targets);
+            assert_eq!(got.len(), want.len());
+            for (i, (&g, &r)) in got.iter().zip(&want).enumerate() {
+                assert!((f64::from(g) - r).abs() <= 2e-5 + 1e-4 * r.abs(), "{hidden:?} {act:?}: gradient {i} is {g}, the reference {r}");
+            }
+        });
+    }
 }
 
 #[test]

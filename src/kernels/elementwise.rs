@@ -1,6 +1,9 @@
 //! Elementwise kernels (`shaders/elementwise.wgsl`): add/sub/mul with bias broadcast,
-//! ReLU/SiLU/tanh, the fused SwiGLU gate, and their backwards, with f64 references.
+//! ReLU/SiLU/tanh, the fused SwiGLU gate, and their backwards, with f64 references; and an
+//! MLP hidden layer's fused bias + activation and its backward with the bias gradient.
 
+use super::matmul::Unreduced;
+use super::reduce::Columns;
 use super::{expect_len, groups_1d, Kernel, ELEMENTWISE as F, R, RW, U};
 use crate::error::{KilnError, Result};
 use crate::gpu::Tensor;
@@ -25,9 +28,11 @@ pub const SILU_GATE: Kernel = Kernel { entry: "silu_gate_fused", family: F, bind
 pub const SILU_GATE_BACKWARD: Kernel = Kernel { entry: "silu_gate_backward", family: F, bindings: &[R, R, RW, U] };
 
 pub const BIAS_ACTIVATION: Kernel = Kernel { entry: "bias_activation", family: F, bindings: &[R, R, RW, RW, U] };
+pub const ACTIVATION_BACKWARD_SUM: Kernel = Kernel { entry: "activation_backward_sum", family: F, bindings: &[R, R, RW, RW, U] };
 
 pub const KERNELS: &[&Kernel] = &[
     &BIAS_ACTIVATION,
+    &ACTIVATION_BACKWARD_SUM,
     &ADD,
     &SUB,
     &MUL,
@@ -160,27 +165,56 @@ pub fn activation(gpu: &Gpu, act: Activation, x: &Tensor, out: &Tensor) -> Resul
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct BiasActParams {
     kind: u32,
-    pad: [u32; 3],
+    splits: u32,
+    pad: [u32; 2],
 }
 
-/// z = x + bias (broadcast along x's last axis), h = f(z): an MLP hidden layer's bias and
-/// activation in one dispatch (z is kept for the backward).
-pub fn bias_activation(gpu: &Gpu, act: Activation, x: &Tensor, bias: &Tensor, z: &Tensor, h: &Tensor) -> Result<Op> {
-    expect_len(z, x.len(), "bias_activation z")?;
-    expect_len(h, x.len(), "bias_activation h")?;
-    if bias.is_empty() || !x.len().is_multiple_of(bias.len()) {
-        return Err(KilnError::invalid(bias.name(), format!("cannot broadcast {} elements over {}", bias.len(), x.len())));
-    }
-    let kind = match act {
+/// The activation's number in the fused kernels' params (elementwise.wgsl `BiasActParams.kind`).
+fn kind(act: Activation) -> u32 {
+    match act {
         Activation::Relu => 0,
         Activation::Silu => 1,
         Activation::Tanh => 2,
-    };
-    let p = gpu.uniform("bias_activation params", &BiasActParams { kind, pad: [0; 3] });
-    gpu.op(&BIAS_ACTIVATION, &[T(x), T(bias), T(z), T(h), Uni(&p)], gpu.grid(groups_1d(x.len())))
+    }
 }
 
-/// grad_in = grad_out * f'(x), where x is the forward input.
+/// Checks that `x` holds `splits` partial arrays of `len` floats (1: a complete tensor).
+fn expect_parts(x: &Unreduced, len: usize, what: &str) -> Result<()> {
+    expect_len(&x.parts, x.splits * len, &format!("{what} ({} partial arrays)", x.splits))
+}
+
+/// z = x + bias (broadcast along x's last axis), h = f(z): an MLP hidden layer's bias and
+/// activation in one dispatch (z is kept for the backward). x may be a split product's
+/// partials, added here in split order (one reduction dispatch fewer).
+pub fn bias_activation(gpu: &Gpu, act: Activation, x: &Unreduced, bias: &Tensor, z: &Tensor, h: &Tensor) -> Result<Op> {
+    expect_parts(x, z.len(), "bias_activation x")?;
+    expect_len(h, z.len(), "bias_activation h")?;
+    if bias.is_empty() || !z.len().is_multiple_of(bias.len()) {
+        return Err(KilnError::invalid(bias.name(), format!("cannot broadcast {} elements over {}", bias.len(), z.len())));
+    }
+    let params = BiasActParams { kind: kind(act), splits: x.splits as u32, pad: [0; 2] };
+    let p = gpu.uniform("bias_activation params", &params);
+    gpu.op(&BIAS_ACTIVATION, &[T(&x.parts), T(bias), T(z), T(h), Uni(&p)], gpu.grid(groups_1d(z.len())))
+}
+
+/// grad_in = grad_out * f'(x), where x is the forward input (the seed's `relu_backward`,
+/// `silu_backward_real` and a tanh backward): the MLP uses the fused `activation_backward_sum`
+/// instead; this is for passes of your own.
+///
+/// # Example
+///
+/// ```
+/// # pollster::block_on(async {
+/// use kiln::kernels::elementwise::{activation_backward, Activation};
+/// let gpu = kiln::Gpu::new().await?;
+/// let x = gpu.tensor_from("x", &[3], &[-1.0f32, 0.5, 2.0])?;
+/// let grad_out = gpu.tensor_from("grad_out", &[3], &[4.0f32, 4.0, -2.0])?;
+/// let grad_in = gpu.tensor("grad_in", &[3])?;
+/// gpu.run(&[&activation_backward(&gpu, Activation::Relu, &grad_out, &x, &grad_in)?])?;
+/// assert_eq!(gpu.read_f32(&grad_in).await?, [0.0, 4.0, -2.0]); // passes where x > 0
+/// # Ok::<(), kiln::KilnError>(())
+/// # }).unwrap();
+/// ```
 pub fn activation_backward(gpu: &Gpu, act: Activation, grad_out: &Tensor, x: &Tensor, grad_in: &Tensor) -> Result<Op> {
     expect_len(x, grad_out.len(), "activation input")?;
     expect_len(grad_in, grad_out.len(), "activation grad_in")?;
@@ -190,6 +224,39 @@ pub fn activation_backward(gpu: &Gpu, act: Activation, grad_out: &Tensor, x: &Te
         Activation::Tanh => &TANH_BACKWARD,
     };
     gpu.op(kernel, &[T(grad_out), T(x), T(grad_in)], gpu.grid(groups_1d(x.len())))
+}
+
+/// Mirrors `ActSumParams` in elementwise.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct ActSumParams {
+    rows: u32,
+    cols: u32,
+    accumulate: u32,
+    lanes: u32,
+    splits: u32,
+    kind: u32,
+    pad: [u32; 2],
+}
+
+/// An MLP hidden layer's backward through its activation and its bias gradient in one pass:
+/// dz = dh · f'(z) and db (+)= Σ_rows dz, for z and dz of shape (rows, C) and db of C. dh may
+/// be a split product's partials, added in split order.
+pub fn activation_backward_sum(gpu: &Gpu, act: Activation, dh: &Unreduced, z: &Tensor, dz: &Tensor, db: &Tensor, accumulate: bool) -> Result<Op> {
+    expect_parts(dh, z.len(), "activation_backward_sum dh")?;
+    expect_len(dz, z.len(), "activation_backward_sum dz")?;
+    let at = Columns::of(z, db)?;
+    let params = ActSumParams {
+        rows: at.rows as u32,
+        cols: at.cols as u32,
+        accumulate: accumulate.into(),
+        lanes: at.lanes as u32,
+        splits: dh.splits as u32,
+        kind: kind(act),
+        pad: [0; 2],
+    };
+    let p = gpu.uniform("activation_backward_sum params", &params);
+    gpu.op(&ACTIVATION_BACKWARD_SUM, &[T(&dh.parts), T(z), T(dz), T(db), Uni(&p)], gpu.grid(at.groups as u32))
 }
 
 /// Mirrors `GluParams` in elementwise.wgsl.

@@ -54,7 +54,7 @@ struct ColumnParams {
     rows: u32,
     cols: u32,
     accumulate: u32,
-    pad: u32,
+    lanes: u32,
 }
 
 /// Where and how `sum_final` writes: `out[index] (+)= scale · Σ partials[0..count]`.
@@ -118,14 +118,38 @@ pub fn sum_squares(gpu: &Gpu, x: &Tensor, out: &Tensor, scale: f32) -> Result<Ve
     reduce(gpu, x, out, true, Final::scaled(scale))
 }
 
+/// How a column reduction over (rows, cols) runs (reduce.wgsl's `column_sum`, elementwise.wgsl's
+/// `activation_backward_sum`): `lanes` threads a column, each adding every `lanes`-th row, in
+/// workgroups of 256 / `lanes` columns.
+#[derive(Clone, Copy, Debug)]
+pub struct Columns {
+    pub rows: usize,
+    pub cols: usize,
+    pub lanes: usize,
+    pub groups: usize,
+}
+
+impl Columns {
+    /// The layout for `x` (rows, C) summed into `db` (C). About 16 rows a thread: few enough that
+    /// the loads of a 512-row batch are four rounds in flight, with at least 8 columns a
+    /// workgroup so a warp reads whole 32-byte stretches.
+    pub fn of(x: &Tensor, db: &Tensor) -> Result<Columns> {
+        let cols = db.len();
+        ensure(cols > 0 && x.len().is_multiple_of(cols), x.name(), || {
+            format!("column sum: {} elements are not rows of {cols} columns (db {:?})", x.len(), db.shape())
+        })?;
+        let rows = x.len() / cols;
+        let lanes = rows.div_ceil(16).next_power_of_two().clamp(4, 32);
+        Ok(Columns { rows, cols, lanes, groups: cols.div_ceil(REDUCE_WG / lanes) })
+    }
+}
+
 /// Bias backward: `db (+)= Σ_rows dy` for dy of shape (rows, C) and db of C elements.
 pub fn column_sum(gpu: &Gpu, dy: &Tensor, db: &Tensor, accumulate: bool) -> Result<Op> {
-    let cols = db.len();
-    ensure(dy.len().is_multiple_of(cols), dy.name(), || format!("column_sum: {} elements are not rows of {cols} columns (db {:?})", dy.len(), db.shape()))?;
-    let params = ColumnParams { rows: (dy.len() / cols) as u32, cols: cols as u32, accumulate: accumulate.into(), pad: 0 };
+    let at = Columns::of(dy, db)?;
+    let params = ColumnParams { rows: at.rows as u32, cols: at.cols as u32, accumulate: accumulate.into(), lanes: at.lanes as u32 };
     let p = gpu.uniform("column_sum params", &params);
-    let blocks = cols.div_ceil(64) as u32;
-    gpu.op(&COLUMN_SUM, &[T(dy), T(db), Uni(&p)], gpu.grid(blocks))
+    gpu.op(&COLUMN_SUM, &[T(dy), T(db), Uni(&p)], gpu.grid(at.groups as u32))
 }
 
 /// Fails unless `t` is the 1-element buffer holding a GPU-side scalar (a loss, norm², dloss).

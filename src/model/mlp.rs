@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 use crate::error::{ensure, Result};
 use crate::gpu::Tensor;
 use crate::gpu::{Gpu, Op};
-use crate::kernels::elementwise::{activation_backward, bias_activation, binary, Activation, Binary};
-use crate::kernels::matmul::{matmul_ops, matmul_ops_pending, split_partials_len, Adapter, MatmulDesc};
+use crate::kernels::elementwise::{activation_backward_sum, bias_activation, binary, Activation, Binary};
+use crate::kernels::matmul::{matmul_ops, matmul_ops_pending, matmul_unreduced, split_partials_len, Adapter, MatmulDesc};
 use crate::kernels::mlp_fused::{mlp_fused, partials_len, FusedLayer, FusedLoss, FusedRows};
 use crate::kernels::reduce::column_sum;
 use crate::kernels::split_sums::PendingSums;
@@ -118,15 +118,17 @@ impl MlpConfig {
             // (B, out) h_{l-1}·Wᵀ, kept alive by the ops that bind it
             let lin = gpu.tensor(&format!("layer{l}.lin"), &[batch, out])?;
             let z = gpu.tensor(&format!("layer{l}.z"), &[batch, out])?;
-            // Split along k where the plan does (plus its reduction): a wide layer's few tiles.
-            forward.extend(matmul_ops(gpu, prev, &params.weight(&format!("layer{l}.weight")), &lin, MatmulDesc::new(batch, out, fan_in).trans_b())?);
-            let bias = params.weight(&format!("layer{l}.bias"));
-            // Hidden layers: bias and activation in one dispatch; the last layer only adds.
+            let (w, bias) = (params.weight(&format!("layer{l}.weight")), params.weight(&format!("layer{l}.bias")));
+            // A wide layer's few tiles split along k where the plan does. Hidden layers: bias and
+            // activation in one dispatch, which also adds the split partials; the last layer only adds.
+            let desc = MatmulDesc::new(batch, out, fan_in).trans_b();
             let h = if l + 1 < dims.len() {
                 let h = gpu.tensor(&format!("layer{l}.h"), &[batch, out])?;
-                forward.push(bias_activation(gpu, cfg.activation, &lin, &bias, &z, &h)?);
+                let (product, lin) = matmul_unreduced(gpu, prev, &w, &lin, desc)?;
+                forward.extend([product, bias_activation(gpu, cfg.activation, &lin, &bias, &z, &h)?]);
                 Some(h)
             } else {
+                forward.extend(matmul_ops(gpu, prev, &w, &lin, desc)?);
                 forward.push(binary(gpu, Binary::Add, &lin, &bias, &z)?);
                 None
             };
@@ -154,23 +156,26 @@ impl MlpConfig {
 }
 
 /// dW_l += dz_lᵀ·h_{l-1}, db_l += Σ_rows dz_l, dh_{l-1} = dz_l·W_l, dz_{l-1} = dh_{l-1}·act'(z_{l-1}).
+/// A hidden layer's dz and db come from one pass (`activation_backward_sum`), which also adds
+/// a split dh's partials; only the output layer's db is a plain column sum.
 fn backward_ops(gpu: &Gpu, cfg: &MlpConfig, params: &ParamStore, input: &Tensor, acts: &[LayerActs], d_output: &Tensor, batch: usize) -> Result<Vec<Op>> {
     let dims = cfg.layer_dims();
     // The split weight gradients' sums: one dispatch at the end.
     let mut pending = PendingSums::new(gpu, cfg.backward_partials(batch, Adapter::of(gpu)))?;
-    let mut ops = vec![];
+    let last = dims.len() - 1;
+    let mut ops = vec![column_sum(gpu, d_output, &params.grad(&format!("layer{last}.bias")), true)?];
     let mut dz = d_output.clone();
     for l in (0..dims.len()).rev() {
         let (fan_in, out) = dims[l];
         let prev = if l == 0 { input } else { acts[l - 1].h.as_ref().expect("hidden") };
-        let (w, dw, db) = (params.weight(&format!("layer{l}.weight")), params.grad(&format!("layer{l}.weight")), params.grad(&format!("layer{l}.bias")));
+        let (w, dw) = (params.weight(&format!("layer{l}.weight")), params.grad(&format!("layer{l}.weight")));
         ops.extend(matmul_ops_pending(gpu, &dz, prev, &dw, weight_grad(dims[l], batch), &mut pending)?);
-        ops.push(column_sum(gpu, &dz, &db, true)?);
         if l > 0 {
             let dh = gpu.tensor(&format!("layer{}.dh", l - 1), &[batch, fan_in])?;
             let dz_prev = gpu.tensor(&format!("layer{}.dz", l - 1), &[batch, fan_in])?;
-            ops.extend(matmul_ops(gpu, &dz, &w, &dh, MatmulDesc::new(batch, fan_in, out))?);
-            ops.push(activation_backward(gpu, cfg.activation, &dh, &acts[l - 1].z, &dz_prev)?);
+            let (product, dh) = matmul_unreduced(gpu, &dz, &w, &dh, MatmulDesc::new(batch, fan_in, out))?;
+            let db_prev = params.grad(&format!("layer{}.bias", l - 1));
+            ops.extend([product, activation_backward_sum(gpu, cfg.activation, &dh, &acts[l - 1].z, &dz_prev, &db_prev, true)?]);
             dz = dz_prev;
         }
     }

@@ -3,6 +3,8 @@
 //! exp/sigmoid rounding (a few ulp) on every WebGPU implementation we run.
 
 use kiln::kernels::elementwise::{self as ew, reference, Activation, Binary};
+use kiln::kernels::matmul::Unreduced;
+use kiln::kernels::reduce::reference::column_sum;
 use kiln::Gpu;
 
 use crate::common::*;
@@ -63,23 +65,77 @@ async fn activations(gpu: &Gpu, c: &mut Checks) {
     }
 }
 
-/// An MLP hidden layer's z = x + b, h = f(z) in one dispatch, for each activation.
+/// `splits` partial arrays of a (rows, cols) product, and their f64 sum in split order.
+fn random_parts(gpu: &Gpu, rng: &mut Rng, splits: usize, rows: usize, cols: usize, bound: f64) -> (Unreduced, Vec<f64>) {
+    let (parts, p64) = random_tensor(gpu, rng, "parts", &[splits, rows, cols], -bound, bound);
+    let n = rows * cols;
+    let sum = (0..n).map(|i| (0..splits).map(|s| p64[s * n + i]).sum()).collect();
+    (Unreduced { parts: parts.clone(), splits, c: parts }, sum)
+}
+
+/// An MLP hidden layer's z = x + b, h = f(z) in one dispatch, for each activation, with x whole
+/// or as three partial arrays. Three partials of |·| ≤ 10 plus a bias: each of the three adds
+/// rounds by at most half an ulp of 33 (1.9e-6), so atol 6e-6 where z nears 0.
 async fn bias_activation(gpu: &Gpu, c: &mut Checks) {
     let mut rng = Rng::new(4);
-    for (rows, cols, grid) in [(1, 1, 65_535), (512, 16, 65_535), (37, 130, 7)] {
+    for (rows, cols, grid, splits) in [(1, 1, 65_535, 1), (512, 16, 65_535, 1), (37, 130, 7, 1), (45, 72, 65_535, 3)] {
         gpu.set_grid_limit(grid);
+        let atol = if splits > 1 { 6e-6 } else { ATOL };
         for act in [Activation::Relu, Activation::Silu, Activation::Tanh] {
             let n = rows * cols;
-            let (x, x64) = random_tensor(gpu, &mut rng, "x", &[rows, cols], -30.0, 30.0);
+            let (x, x64) = random_parts(gpu, &mut rng, splits, rows, cols, 30.0 / splits as f64);
             let (b, b64) = random_tensor(gpu, &mut rng, "bias", &[cols], -3.0, 3.0);
             let (z, h) = (gpu.tensor("z", &[n]).unwrap(), gpu.tensor("h", &[n]).unwrap());
             gpu.run(&[&ew::bias_activation(gpu, act, &x, &b, &z, &h).unwrap()]).unwrap();
             let z64: Vec<f64> = x64.iter().enumerate().map(|(i, v)| v + b64[i % cols]).collect();
-            let label = format!("{act:?} {rows}x{cols}");
-            c.close("bias_activation", &format!("z {label}"), &read(gpu, &z).await, &z64, ATOL, RTOL);
-            c.close("bias_activation", &format!("h {label}"), &read(gpu, &h).await, &reference::activation(act, &z64), ATOL, RTOL);
+            let label = format!("{act:?} {rows}x{cols} splits={splits}");
+            c.close("bias_activation", &format!("z {label}"), &read(gpu, &z).await, &z64, atol, RTOL);
+            c.close("bias_activation", &format!("h {label}"), &read(gpu, &h).await, &reference::activation(act, &z64), atol, RTOL);
         }
     }
+}
+
+/// (rows, cols, grid limit, splits): one element; few rows (4 lanes, 64 columns a workgroup);
+/// ragged columns with dh in three partials; a 512-row batch (32 lanes of 16 rows, four loads
+/// in flight) with dh in two; 2,000 rows over 3 columns (the lanes' loops end part-way); and
+/// 700 columns on a 2-D grid of limit 5.
+const ACT_SUM_SHAPES: &[(usize, usize, u32, usize)] =
+    &[(1, 1, 65_535, 1), (3, 7, 65_535, 1), (37, 130, 65_535, 3), (512, 72, 65_535, 2), (2_000, 3, 65_535, 1), (9, 700, 5, 1)];
+
+/// dz = dh · f'(z) and db (+)= Σ_rows dz in one pass. dh's partials are in [-1, 1] and
+/// |f'| ≤ 1.1, so |dz| ≤ 1.1 · splits: dz within atol 2e-6 · splits (its adds and the
+/// derivative's few ulp), and each column of db within 2e-6 · rows · splits.
+async fn activation_backward_sums(gpu: &Gpu, c: &mut Checks) {
+    let mut rng = Rng::new(6);
+    for &(rows, cols, grid, splits) in ACT_SUM_SHAPES {
+        gpu.set_grid_limit(grid);
+        for act in [Activation::Relu, Activation::Silu, Activation::Tanh] {
+            let (dh, dh64) = random_parts(gpu, &mut rng, splits, rows, cols, 1.0);
+            let (z, z64) = random_tensor(gpu, &mut rng, "z", &[rows, cols], -6.0, 6.0);
+            let (db, db64) = random_tensor(gpu, &mut rng, "db", &[cols], -1.0, 1.0);
+            let dz = gpu.tensor("dz", &[rows, cols]).unwrap();
+            let op = ew::activation_backward_sum(gpu, act, &dh, &z, &dz, &db, true).unwrap();
+            if grid < 65_535 {
+                assert!(op.workgroups[1] > 1, "expected a 2-D grid, got {:?}", op.workgroups);
+            }
+            gpu.run(&[&op]).unwrap();
+            let dz64 = reference::activation_backward(act, &dh64, &z64);
+            let sums = column_sum(&dz64, cols);
+            let label = format!("{act:?} {rows}x{cols} splits={splits}");
+            let (atol, db_atol) = (2e-6 * splits as f64, 2e-6 * (rows * splits) as f64);
+            c.close("activation_backward_sum", &format!("dz {label}"), &read(gpu, &dz).await, &dz64, atol, RTOL);
+            let acc: Vec<f64> = sums.iter().zip(&db64).map(|(s, d)| s + d).collect();
+            c.close("activation_backward_sum", &format!("db accumulate {label}"), &read(gpu, &db).await, &acc, db_atol, 0.0);
+            gpu.run(&[&ew::activation_backward_sum(gpu, act, &dh, &z, &dz, &db, false).unwrap()]).unwrap();
+            c.close("activation_backward_sum", &format!("db write {label}"), &read(gpu, &db).await, &sums, db_atol, 0.0);
+        }
+    }
+    // A dh with the wrong number of partials is an error naming it.
+    let (dh, _) = random_parts(gpu, &mut rng, 2, 3, 4, 1.0);
+    let short = Unreduced { splits: 3, ..dh };
+    let (z, dz, db) = (gpu.tensor("z", &[3, 4]).unwrap(), gpu.tensor("dz", &[3, 4]).unwrap(), gpu.tensor("db", &[4]).unwrap());
+    let err = ew::activation_backward_sum(gpu, Activation::Relu, &short, &z, &dz, &db, true).err().unwrap().to_string();
+    assert!(err.contains("`parts`") && err.contains("3 partial arrays"), "{err}");
 }
 
 async fn silu_gate(gpu: &Gpu, c: &mut Checks) {
@@ -129,6 +185,7 @@ pub async fn run(gpu: &Gpu, c: &mut Checks) {
     binaries(gpu, c).await;
     activations(gpu, c).await;
     bias_activation(gpu, c).await;
+    activation_backward_sums(gpu, c).await;
     silu_gate(gpu, c).await;
 }
 

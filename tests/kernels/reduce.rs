@@ -87,9 +87,12 @@ async fn shared_partials(gpu: &Gpu, c: &mut Checks) {
     c.close("sum_final", "a ++ b", &read(gpu, &out).await, &[reference::sum(&all, false)], sum_tol(&all, false), 0.0);
 }
 
-/// (rows, cols, grid limit): one element, cols under one 64-column block, cols not a multiple
-/// of 64 with rows not a multiple of 4, and 700 columns (11 blocks) on a 2-D grid of limit 5.
-const COLUMN_SHAPES: &[(usize, usize, u32)] = &[(1, 1, 65_535), (3, 7, 65_535), (37, 130, 65_535), (301, 65, 65_535), (9, 700, 5)];
+/// (rows, cols, grid limit): one element; few rows (4 lanes a column, 64 columns a workgroup);
+/// ragged columns; 301 rows (32 lanes, 8 columns a workgroup, each lane's loop ending part-way
+/// through its rounds of four loads); a 512-row batch; 2,000 rows (63 a lane) over 3 columns;
+/// and 700 columns (11 workgroups) on a 2-D grid of limit 5.
+const COLUMN_SHAPES: &[(usize, usize, u32)] =
+    &[(1, 1, 65_535), (3, 7, 65_535), (37, 130, 65_535), (301, 65, 65_535), (512, 1_024, 65_535), (2_000, 3, 65_535), (9, 700, 5)];
 
 async fn column_sums(gpu: &Gpu, c: &mut Checks) {
     let mut rng = Rng::new(13);
