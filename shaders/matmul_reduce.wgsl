@@ -2,11 +2,13 @@
 // matmul_small.wgsl; not in the packed-f16 family, which needs no copy of it).
 // Several sums of partials in one dispatch: entry e adds its `splits` arrays of `len` floats,
 // parts[src + s * len + j] for s = 0, 1, ..., in that order, into out[dst + j] (+ out[dst + j]
-// with accumulate). Thread i serves the entry whose threads [first, first + len) hold it. One
-// entry is a split-K product's reduction; a table of them sums a Llama block's gradients.
+// with accumulate). Thread i serves elements 4i .. 4i + 3 of the entries laid end to end, each
+// starting at a multiple of 4 (`first`), so its elements lie in one entry and each split's four
+// loads are in flight together. One entry is a split-K product's reduction; a table of them
+// sums a Llama block's gradients.
 struct MatmulReduceParams {
     entries: u32,
-    total: u32, // threads: the entries' len, summed
+    total: u32, // elements of the entries laid end to end, each rounded up to a multiple of 4
     _pad0: u32,
     _pad1: u32,
     // entry e < 16 (REDUCE_MAX_ENTRIES in split_sums.rs): table[2e] = [first, len, splits,
@@ -18,18 +20,27 @@ struct MatmulReduceParams {
 @group(0) @binding(1) var<storage, read_write> mmr_c: array<f32>; // every entry's destination
 @group(0) @binding(2) var<uniform> mmr: MatmulReduceParams;
 
+// Four consecutive floats of the partials from `i` on (each index checked by WGSL, so a read
+// past the end of the last entry's range is safe; its value goes unused).
+fn mmr_four(i: u32) -> vec4<f32> {
+    return vec4<f32>(mmr_parts[i], mmr_parts[i + 1u], mmr_parts[i + 2u], mmr_parts[i + 3u]);
+}
+
 @compute @workgroup_size(64)
 fn matmul_split_reduce(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let i = linear_index(gid, nwg);
-    if (i >= mmr.total) { return; }
+    let t = 4u * linear_index(gid, nwg);
+    if (t >= mmr.total) { return; }
     var e = 0u;
-    while (e + 1u < mmr.entries && i >= mmr.table[2u * (e + 1u)].x) { e++; }
+    while (e + 1u < mmr.entries && t >= mmr.table[2u * (e + 1u)].x) { e++; }
     let head = mmr.table[2u * e];
     let at = mmr.table[2u * e + 1u];
-    let j = i - head.x;
-    var s = 0.0;
-    for (var p = 0u; p < head.z; p++) { s += mmr_parts[at.x + p * head.y + j]; }
+    let j = t - head.x;
+    if (j >= head.y) { return; } // the padding after an entry
+    var s = vec4<f32>(0.0);
+    for (var p = 0u; p < head.z; p++) { s += mmr_four(at.x + p * head.y + j); }
     let o = at.y + j;
-    if (head.w != 0u) { s += mmr_c[o]; }
-    mmr_c[o] = s;
+    let accumulate = head.w != 0u;
+    for (var q = 0u; q < min(4u, head.y - j); q++) {
+        mmr_c[o + q] = select(s[q], s[q] + mmr_c[o + q], accumulate);
+    }
 }

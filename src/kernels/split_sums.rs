@@ -61,10 +61,11 @@ fn reduce_op(gpu: &Gpu, parts: &Tensor, out: &Tensor, entries: &[ReduceEntry]) -
         }
         params.table[2 * i] = [params.total, e.len as u32, e.splits as u32, u32::from(e.accumulate)];
         params.table[2 * i + 1] = [e.src as u32, e.dst as u32, 0, 0];
-        params.total += e.len as u32;
+        // Each entry's threads start at a multiple of 4 elements: a thread's four lie in one entry.
+        params.total += e.len.next_multiple_of(4) as u32;
     }
     let uniform = gpu.uniform("split reduce params", &params);
-    gpu.op(&MATMUL_SPLIT_REDUCE, &[T(parts), T(out), Uni(&uniform)], gpu.grid(super::groups_1d(params.total as usize)))
+    gpu.op(&MATMUL_SPLIT_REDUCE, &[T(parts), T(out), Uni(&uniform)], gpu.grid(super::groups_1d(params.total as usize / 4)))
 }
 
 /// Partial sums waiting to be added, and the buffer they wait in.
