@@ -1,6 +1,7 @@
 // elementwise.wgsl — one thread per element: binary ops with bias broadcast, activations,
 // the fused SwiGLU gate, and their backwards. Lengths come from arrayLength, so each tensor
-// must be bound at its exact size (the host guarantees it).
+// must be bound at its exact size (the host guarantees it). One exception, at the end:
+// `activation_backward_sum`, a column reduction (256-thread workgroups, sizes from its params).
 
 // ---- binary ops: out = a (op) b, where b broadcasts along a's last axis when shorter ----
 @group(0) @binding(0) var<storage, read> bin_a: array<f32>;        // (N)

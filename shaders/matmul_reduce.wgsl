@@ -20,10 +20,19 @@ struct MatmulReduceParams {
 @group(0) @binding(1) var<storage, read_write> mmr_c: array<f32>; // every entry's destination
 @group(0) @binding(2) var<uniform> mmr: MatmulReduceParams;
 
-// Four consecutive floats of the partials from `i` on (each index checked by WGSL, so a read
-// past the end of the last entry's range is safe; its value goes unused).
+// Four consecutive floats of the partials from `i` on: an entry's last thread, when its length
+// is not a multiple of 4, takes the scalar path below instead (native builds do not check
+// indices, so no read may pass the entry's range).
 fn mmr_four(i: u32) -> vec4<f32> {
     return vec4<f32>(mmr_parts[i], mmr_parts[i + 1u], mmr_parts[i + 2u], mmr_parts[i + 3u]);
+}
+
+// One element's sum, for the last elements of an entry whose length is not a multiple of 4.
+fn mmr_one(head: vec4<u32>, at: vec4<u32>, j: u32) {
+    var s = 0.0;
+    for (var p = 0u; p < head.z; p++) { s += mmr_parts[at.x + p * head.y + j]; }
+    let o = at.y + j;
+    mmr_c[o] = select(s, s + mmr_c[o], head.w != 0u);
 }
 
 @compute @workgroup_size(64)
@@ -36,11 +45,16 @@ fn matmul_split_reduce(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(n
     let at = mmr.table[2u * e + 1u];
     let j = t - head.x;
     if (j >= head.y) { return; } // the padding after an entry
+    if (j + 4u > head.y) {
+        for (var q = j; q < head.y; q++) { mmr_one(head, at, q); }
+        return;
+    }
     var s = vec4<f32>(0.0);
     for (var p = 0u; p < head.z; p++) { s += mmr_four(at.x + p * head.y + j); }
     let o = at.y + j;
-    let accumulate = head.w != 0u;
-    for (var q = 0u; q < min(4u, head.y - j); q++) {
-        mmr_c[o + q] = select(s[q], s[q] + mmr_c[o + q], accumulate);
-    }
+    if (head.w != 0u) { s += vec4<f32>(mmr_c[o], mmr_c[o + 1u], mmr_c[o + 2u], mmr_c[o + 3u]); }
+    mmr_c[o] = s.x;
+    mmr_c[o + 1u] = s.y;
+    mmr_c[o + 2u] = s.z;
+    mmr_c[o + 3u] = s.w;
 }

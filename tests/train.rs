@@ -6,7 +6,7 @@ use kiln::config::{DataConfig, PointData, SessionConfig};
 use kiln::data::batches::Batch;
 use kiln::data::PointTask;
 use kiln::kernels::elementwise::Activation;
-use kiln::kernels::matmul::Adapter;
+use kiln::kernels::matmul::{plan, Adapter, MatmulDesc};
 use kiln::kernels::mlp_fused::{reference, FusedLayer, FusedLoss};
 use kiln::model::mlp::MlpConfig;
 use kiln::model::ModelConfig;
@@ -58,19 +58,26 @@ fn mlp_learns_spiral_to_95_percent_validation_accuracy() {
 /// Widths over 64 train layer by layer, not in the fused pass: after one step on a known batch,
 /// every gradient matches the f64 reference of the whole pass (mlp_fused's, over the same flat
 /// layout), so the products, the fused bias + activation and its backward with the bias sums
-/// are wired to the right layers. f32 dot products of ≤ 80 terms and sums over 64 rows of
-/// values of order 1: atol 2e-5, rtol 1e-4 (as the fused pass's kernel checks).
+/// are wired to the right layers. The 512-wide case splits its hidden products along k on
+/// every adapter, so the forward's and the backward's split partials reach their consumers.
+/// f32 dot products of ≤ 512 terms and sums over ≤ 512 rows of values of order 1 (the loss is
+/// a mean, so the gradients are of order 1e-2): atol 2e-5, rtol 1e-4, as the fused pass's checks.
 #[test]
 fn layer_by_layer_mlp_gradients_match_the_reference() {
-    let rows = 64;
-    let x: Vec<f32> = (0..rows * 2).map(|i| ((i * 37 % 29) as f32 / 14.0) - 1.0).collect();
-    let labels: Vec<u32> = (0..rows as u32).map(|i| u32::from(i % 3 == 0)).collect();
-    for (hidden, act) in [(vec![72, 40], Activation::Relu), (vec![80], Activation::Silu), (vec![66, 66], Activation::Tanh)] {
+    let cases =
+        [(vec![72, 40], Activation::Relu, 64), (vec![80], Activation::Silu, 64), (vec![66, 66], Activation::Tanh, 64), (vec![512, 512], Activation::Relu, 512)];
+    for (hidden, act, rows) in cases {
+        let x: Vec<f32> = (0..rows * 2).map(|i| ((i * 37 % 29) as f32 / 14.0) - 1.0).collect();
+        let labels: Vec<u32> = (0..rows as u32).map(|i| u32::from(i % 3 == 0)).collect();
         let mut cfg = config(PointTask::Spiral, hidden.clone(), act);
         cfg.batch = rows;
         let ModelConfig::Mlp(m) = cfg.model.clone() else { unreachable!() };
         let mut s = session(cfg);
-        assert!(!m.fusable(Adapter::of(&s.gpu)), "{hidden:?} must train layer by layer");
+        let adapter = Adapter::of(&s.gpu);
+        assert!(!m.fusable(adapter), "{hidden:?} must train layer by layer");
+        if hidden[0] == 512 {
+            assert!(plan(&MatmulDesc::new(rows, 512, 512).trans_b(), true, adapter).1 > 1, "the 512-wide product must split");
+        }
         let layers: Vec<FusedLayer> = (m.layer_dims().into_iter().enumerate())
             .map(|(l, (fan_in, out))| FusedLayer {
                 w: s.params.entry(&format!("layer{l}.weight")).offset,

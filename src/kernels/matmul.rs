@@ -199,8 +199,9 @@ pub use super::split_sums::Unreduced;
 
 /// The product `matmul_ops` would run, as one dispatch whatever its plan: a split product
 /// leaves its partials in the shared scratch for a consumer that takes an `Unreduced`
-/// (`rms_norm_backward`, `rms_norm_residual_unreduced`), which must be the next
-/// dispatch to use the scratch. The product must not accumulate.
+/// (`rms_norm_backward`, `rms_norm_residual_unreduced`, `bias_activation`,
+/// `activation_backward_sum`), which must be the next dispatch to use the scratch. The product
+/// must not accumulate.
 pub fn matmul_unreduced(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, desc: MatmulDesc) -> Result<(Op, Unreduced)> {
     if desc.accumulate {
         return Err(KilnError::invalid("accumulate", "an unreduced product cannot accumulate into C"));

@@ -115,7 +115,7 @@ impl MlpConfig {
         let mut forward = vec![];
         for (l, &(fan_in, out)) in dims.iter().enumerate() {
             let prev = if l == 0 { &input } else { acts[l - 1].h.as_ref().expect("hidden layers have h") };
-            // (B, out) h_{l-1}·Wᵀ, kept alive by the ops that bind it
+            // (B, out) h_{l-1}·Wᵀ; unwritten when the product splits (its consumer adds the partials)
             let lin = gpu.tensor(&format!("layer{l}.lin"), &[batch, out])?;
             let z = gpu.tensor(&format!("layer{l}.z"), &[batch, out])?;
             let (w, bias) = (params.weight(&format!("layer{l}.weight")), params.weight(&format!("layer{l}.bias")));

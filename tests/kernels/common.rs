@@ -127,3 +127,22 @@ pub const SIZES_1D: &[(usize, u32)] = &[(7, 65_535), (1_000, 65_535), (4_099, 5)
 pub fn to32(v: &[f64]) -> Vec<f32> {
     v.iter().map(|&x| x as f32).collect()
 }
+
+/// The f32 error bound of a column sum in reduce.wgsl's layout (`Columns`): each term passes
+/// through at most ⌈rows / lanes⌉ serial adds, log2(lanes) tree adds and one add of db's prior
+/// value, each off by at most half an ulp (2⁻²⁴ relative) of a partial sum ≤ `abs_sum`, the
+/// largest column's Σ|term| + |db|.
+pub fn column_sum_atol(rows: usize, lanes: usize, abs_sum: f64) -> f64 {
+    let depth = rows.div_ceil(lanes) + lanes.trailing_zeros() as usize + 1;
+    depth as f64 * 2f64.powi(-24) * abs_sum + 1e-30
+}
+
+/// max over columns c of Σ_r |x[r, c]| + |db[c]|, for `column_sum_atol`.
+pub fn column_abs_max(x: &[f64], db: &[f64]) -> f64 {
+    let cols = db.len();
+    let mut sums: Vec<f64> = db.iter().map(|v| v.abs()).collect();
+    for (i, v) in x.iter().enumerate() {
+        sums[i % cols] += v.abs();
+    }
+    sums.into_iter().fold(0.0, f64::max)
+}

@@ -5,6 +5,7 @@
 use kiln::kernels::elementwise::{self as ew, reference, Activation, Binary};
 use kiln::kernels::matmul::Unreduced;
 use kiln::kernels::reduce::reference::column_sum;
+use kiln::kernels::reduce::{column_sum as column_sum_op, Columns};
 use kiln::Gpu;
 
 use crate::common::*;
@@ -70,7 +71,7 @@ fn random_parts(gpu: &Gpu, rng: &mut Rng, splits: usize, rows: usize, cols: usiz
     let (parts, p64) = random_tensor(gpu, rng, "parts", &[splits, rows, cols], -bound, bound);
     let n = rows * cols;
     let sum = (0..n).map(|i| (0..splits).map(|s| p64[s * n + i]).sum()).collect();
-    (Unreduced { parts: parts.clone(), splits, c: parts }, sum)
+    (Unreduced { parts, splits, c: gpu.tensor("c", &[rows, cols]).unwrap() }, sum)
 }
 
 /// An MLP hidden layer's z = x + b, h = f(z) in one dispatch, for each activation, with x whole
@@ -96,15 +97,24 @@ async fn bias_activation(gpu: &Gpu, c: &mut Checks) {
 }
 
 /// (rows, cols, grid limit, splits): one element; few rows (4 lanes, 64 columns a workgroup);
-/// ragged columns with dh in three partials; a 512-row batch (32 lanes of 16 rows, four loads
-/// in flight) with dh in two; 2,000 rows over 3 columns (the lanes' loops end part-way); and
-/// 700 columns on a 2-D grid of limit 5.
-const ACT_SUM_SHAPES: &[(usize, usize, u32, usize)] =
-    &[(1, 1, 65_535, 1), (3, 7, 65_535, 1), (37, 130, 65_535, 3), (512, 72, 65_535, 2), (2_000, 3, 65_535, 1), (9, 700, 5, 1)];
+/// ragged columns with dh in three partials; 100 and 200 rows (8 and 16 lanes); a 512-row
+/// batch (32 lanes of 16 rows, four loads in flight) with dh in two; 2,000 rows over 3 columns
+/// (the lanes' loops end part-way); and 700 columns on a 2-D grid of limit 5.
+const ACT_SUM_SHAPES: &[(usize, usize, u32, usize)] = &[
+    (1, 1, 65_535, 1),
+    (3, 7, 65_535, 1),
+    (37, 130, 65_535, 3),
+    (100, 24, 65_535, 1),
+    (200, 40, 65_535, 2),
+    (512, 72, 65_535, 2),
+    (2_000, 3, 65_535, 1),
+    (9, 700, 5, 1),
+];
 
 /// dz = dh · f'(z) and db (+)= Σ_rows dz in one pass. dh's partials are in [-1, 1] and
 /// |f'| ≤ 1.1, so |dz| ≤ 1.1 · splits: dz within atol 2e-6 · splits (its adds and the
-/// derivative's few ulp), and each column of db within 2e-6 · rows · splits.
+/// derivative's few ulp). db: those errors over the rows, plus its sums' own rounding
+/// (`column_sum_atol`, bounded from the data).
 async fn activation_backward_sums(gpu: &Gpu, c: &mut Checks) {
     let mut rng = Rng::new(6);
     for &(rows, cols, grid, splits) in ACT_SUM_SHAPES {
@@ -122,7 +132,9 @@ async fn activation_backward_sums(gpu: &Gpu, c: &mut Checks) {
             let dz64 = reference::activation_backward(act, &dh64, &z64);
             let sums = column_sum(&dz64, cols);
             let label = format!("{act:?} {rows}x{cols} splits={splits}");
-            let (atol, db_atol) = (2e-6 * splits as f64, 2e-6 * (rows * splits) as f64);
+            let atol = 2e-6 * splits as f64;
+            let lanes = Columns::of(&z, &db).unwrap().lanes;
+            let db_atol = atol * rows as f64 + column_sum_atol(rows, lanes, column_abs_max(&dz64, &db64));
             c.close("activation_backward_sum", &format!("dz {label}"), &read(gpu, &dz).await, &dz64, atol, RTOL);
             let acc: Vec<f64> = sums.iter().zip(&db64).map(|(s, d)| s + d).collect();
             c.close("activation_backward_sum", &format!("db accumulate {label}"), &read(gpu, &db).await, &acc, db_atol, 0.0);
@@ -136,6 +148,37 @@ async fn activation_backward_sums(gpu: &Gpu, c: &mut Checks) {
     let (z, dz, db) = (gpu.tensor("z", &[3, 4]).unwrap(), gpu.tensor("dz", &[3, 4]).unwrap(), gpu.tensor("db", &[4]).unwrap());
     let err = ew::activation_backward_sum(gpu, Activation::Relu, &short, &z, &dz, &db, true).err().unwrap().to_string();
     assert!(err.contains("`parts`") && err.contains("3 partial arrays"), "{err}");
+}
+
+/// The orders the comments promise, bit for bit: partials are added in split order (three
+/// partials give the bits of one array holding the f32 sum p0 + p1 + p2, for z, h, dz and db),
+/// and the backward's bias sums are column_sum's (ReLU with every z > 0 passes dh through).
+async fn fused_orders(gpu: &Gpu, c: &mut Checks) {
+    let mut rng = Rng::new(8);
+    let (rows, cols) = (200, 40);
+    let (parts, p64) = random_tensor(gpu, &mut rng, "parts", &[3, rows, cols], -1.0, 1.0);
+    let n = rows * cols;
+    let summed: Vec<f32> = (0..n).map(|i| (p64[i] as f32 + p64[n + i] as f32) + p64[2 * n + i] as f32).collect();
+    let whole = gpu.tensor_from("summed", &[rows, cols], &summed).unwrap();
+    let (split, one) = (Unreduced { parts: parts.clone(), splits: 3, c: whole.clone() }, Unreduced::whole(&whole));
+    let (bias, _) = random_tensor(gpu, &mut rng, "bias", &[cols], -1.0, 1.0);
+    let (z, _) = random_tensor(gpu, &mut rng, "z", &[rows, cols], -3.0, 3.0);
+    let outs = |name: &str| gpu.tensor(name, &[rows, cols]).unwrap();
+    let mut got = vec![];
+    for x in [&split, &one] {
+        let (za, h, dz, db) = (outs("z"), outs("h"), outs("dz"), gpu.tensor("db", &[cols]).unwrap());
+        gpu.run(&[&ew::bias_activation(gpu, Activation::Silu, x, &bias, &za, &h).unwrap()]).unwrap();
+        gpu.run(&[&ew::activation_backward_sum(gpu, Activation::Tanh, x, &z, &dz, &db, false).unwrap()]).unwrap();
+        got.push([read(gpu, &za).await, read(gpu, &h).await, read(gpu, &dz).await, read(gpu, &db).await]);
+    }
+    for (k, what) in ["z", "h", "dz", "db"].iter().enumerate() {
+        c.exact("activation_backward_sum", &format!("{what}: three partials = their f32 sum"), &got[0][k], &got[1][k]);
+    }
+    let positive = gpu.tensor_from("z > 0", &[rows, cols], &vec![1.0f32; n]).unwrap();
+    let (dz, db, db_plain) = (outs("dz"), gpu.tensor("db", &[cols]).unwrap(), gpu.tensor("db plain", &[cols]).unwrap());
+    gpu.run(&[&ew::activation_backward_sum(gpu, Activation::Relu, &one, &positive, &dz, &db, false).unwrap()]).unwrap();
+    gpu.run(&[&column_sum_op(gpu, &whole, &db_plain, false).unwrap()]).unwrap();
+    c.exact("activation_backward_sum", "ReLU's db with z > 0 = column_sum's", &read(gpu, &db).await, &read(gpu, &db_plain).await);
 }
 
 async fn silu_gate(gpu: &Gpu, c: &mut Checks) {
@@ -186,6 +229,7 @@ pub async fn run(gpu: &Gpu, c: &mut Checks) {
     activations(gpu, c).await;
     bias_activation(gpu, c).await;
     activation_backward_sums(gpu, c).await;
+    fused_orders(gpu, c).await;
     silu_gate(gpu, c).await;
 }
 
