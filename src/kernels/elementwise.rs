@@ -178,16 +178,11 @@ fn kind(act: Activation) -> u32 {
     }
 }
 
-/// Checks that `x` holds `splits` partial arrays of `len` floats (1: a complete tensor).
-fn expect_parts(x: &Unreduced, len: usize, what: &str) -> Result<()> {
-    expect_len(&x.parts, x.splits * len, &format!("{what} ({} partial arrays)", x.splits))
-}
-
 /// z = x + bias (broadcast along x's last axis), h = f(z): an MLP hidden layer's bias and
 /// activation in one dispatch (z is kept for the backward). x may be a split product's
 /// partials, added here in split order (one reduction dispatch fewer).
 pub fn bias_activation(gpu: &Gpu, act: Activation, x: &Unreduced, bias: &Tensor, z: &Tensor, h: &Tensor) -> Result<Op> {
-    expect_parts(x, z.len(), "bias_activation x")?;
+    x.expect_len(z.len(), "bias_activation x")?;
     expect_len(h, z.len(), "bias_activation h")?;
     if bias.is_empty() || !z.len().is_multiple_of(bias.len()) {
         return Err(KilnError::invalid(bias.name(), format!("cannot broadcast {} elements over {}", bias.len(), z.len())));
@@ -243,7 +238,7 @@ struct ActSumParams {
 /// dz = dh · f'(z) and db (+)= Σ_rows dz, for z and dz of shape (rows, C) and db of C. dh may
 /// be a split product's partials, added in split order.
 pub fn activation_backward_sum(gpu: &Gpu, act: Activation, dh: &Unreduced, z: &Tensor, dz: &Tensor, db: &Tensor, accumulate: bool) -> Result<Op> {
-    expect_parts(dh, z.len(), "activation_backward_sum dh")?;
+    dh.expect_len(z.len(), "activation_backward_sum dh")?;
     expect_len(dz, z.len(), "activation_backward_sum dz")?;
     let at = Columns::of(z, db)?;
     let params = ActSumParams {

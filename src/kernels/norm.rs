@@ -89,8 +89,7 @@ pub fn rms_norm_residual_unreduced(
 ) -> Result<Op> {
     let (c, rows) = shape(x, weight)?;
     check_eps(eps)?;
-    expect_len(&residual.c, x.len(), "rms_norm_residual residual")?;
-    expect_len(&residual.parts, residual.splits * x.len(), "rms_norm_residual residual partials (splits, rows, C)")?;
+    residual.expect_len(x.len(), "rms_norm_residual residual")?;
     expect_len(sum, x.len(), "rms_norm_residual sum")?;
     expect_len(out, x.len(), "rms_norm_residual output")?;
     expect_len(rstd, rows, "rms_norm_residual rstd (one per row)")?;
@@ -126,8 +125,7 @@ pub fn rms_norm_backward(
     pending: Option<&mut PendingSums>,
 ) -> Result<Vec<Op>> {
     let (c, rows) = shape(x, weight)?;
-    expect_len(&dout.c, x.len(), "rms_norm_backward dout")?;
-    expect_len(&dout.parts, dout.splits * x.len(), "rms_norm_backward dout partials (splits, rows, C)")?;
+    dout.expect_len(x.len(), "rms_norm_backward dout")?;
     expect_len(rstd, rows, "rms_norm_backward rstd (one per row)")?;
     expect_len(grads.dx, x.len(), "rms_norm_backward dx")?;
     expect_len(grads.dweight, c, "rms_norm_backward dweight (one per channel)")?;

@@ -132,4 +132,11 @@ impl Unreduced {
     pub fn whole(c: &Tensor) -> Unreduced {
         Unreduced { parts: c.clone(), splits: 1, c: c.clone() }
     }
+
+    /// Checks that the product is `len` floats: its own tensor, and `splits` partial arrays of
+    /// that length (what every consumer needs before it binds them).
+    pub fn expect_len(&self, len: usize, what: &str) -> Result<()> {
+        expect_len(&self.c, len, what)?;
+        expect_len(&self.parts, self.splits * len, &format!("{what} ({} partial arrays)", self.splits))
+    }
 }
