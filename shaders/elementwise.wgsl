@@ -71,30 +71,50 @@ fn mul_backward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
     mul_grad_b[i] = g * mul_a[i];
 }
 
-// ---- bias + activation, fused for MLP hidden layers: z = x + b (b broadcast), h = f(z) ----
+// ---- bias + activation, fused for MLP layers: z = x + b (b broadcast), h = f(z) ----
 // x may arrive unreduced: a split-K product's `splits` partial arrays, added here in split order.
+// Or, for a short k (an MLP's 2-D input), x is the product's left side (B, k) and the product
+// x·W is formed here (`matmul_small`'s adds, in k order): one dispatch and one pass over the
+// (B, C) product fewer. An output layer has no activation (kind 3): only z is written.
 struct BiasActParams {
-    kind: u32,   // 0 relu, 1 silu, 2 tanh
-    splits: u32, // x's partial arrays (1: x itself)
-    _pad0: u32,
-    _pad1: u32,
+    kind: u32,    // 0 relu, 1 silu, 2 tanh, 3 none (z only; h is a placeholder)
+    splits: u32,  // x's partial arrays (1: x itself)
+    k: u32,       // 0: x is the product; else x is (B, k) and the product is x·W, W as below
+    w_trans: u32, // 1: W is (C, k) (a layer's own weight, W[c, j] at c·k + j); 0: (k, C)
 };
 
-@group(0) @binding(0) var<storage, read> ba_x: array<f32>;         // (splits, N), N = (B, C)
+@group(0) @binding(0) var<storage, read> ba_x: array<f32>;         // (splits, N), N = (B, C); or (B, k)
 @group(0) @binding(1) var<storage, read> ba_bias: array<f32>;      // (C)
 @group(0) @binding(2) var<storage, read_write> ba_z: array<f32>;   // (N) kept for the backward
-@group(0) @binding(3) var<storage, read_write> ba_h: array<f32>;   // (N)
+@group(0) @binding(3) var<storage, read_write> ba_h: array<f32>;   // (N), or a placeholder when kind = 3
 @group(0) @binding(4) var<uniform> ba: BiasActParams;
+@group(0) @binding(5) var<storage, read> ba_w: array<f32>;         // (C, k) or (k, C) when k > 0, else unread (the bias)
+
+// Element i of the product: its partials added in split order, or x·W over the short k.
+fn ba_product(i: u32, n: u32) -> f32 {
+    if (ba.k == 0u) {
+        var x = ba_x[i];
+        for (var s = 1u; s < ba.splits; s++) { x += ba_x[s * n + i]; }
+        return x;
+    }
+    let cols = arrayLength(&ba_bias);
+    let row = i / cols;
+    let col = i % cols;
+    var acc = 0.0;
+    for (var j = 0u; j < ba.k; j++) {
+        acc += ba_x[row * ba.k + j] * ba_w[select(j * cols + col, col * ba.k + j, ba.w_trans != 0u)];
+    }
+    return acc;
+}
 
 @compute @workgroup_size(64)
 fn bias_activation(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = linear_index(gid, nwg);
     let n = arrayLength(&ba_z);
     if (i >= n) { return; }
-    var x = ba_x[i];
-    for (var s = 1u; s < ba.splits; s++) { x += ba_x[s * n + i]; }
-    let z = x + ba_bias[i % arrayLength(&ba_bias)];
+    let z = ba_product(i, n) + ba_bias[i % arrayLength(&ba_bias)];
     ba_z[i] = z;
+    if (ba.kind == 3u) { return; }
     var h = max(0.0, z);
     if (ba.kind == 1u) { h = z * sigmoid(z); }
     if (ba.kind == 2u) { h = stable_tanh(z); }
@@ -176,7 +196,8 @@ fn tanh_backward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wor
 // dz = dh · f'(z) and db (+)= Σ_rows dz in one pass: one dispatch and one read of dz fewer than
 // an activation backward followed by column_sum, whose layout and order of sums this shares
 // (reduce.wgsl). dh may arrive unreduced: a split-K product's `splits` partial arrays, added in
-// split order (as matmul_split_reduce would).
+// split order (as matmul_split_reduce would). Or, for a short k (the gradient coming back from
+// an output layer of a few classes), dh = dy·W is formed here, as bias_activation forms x·W.
 struct ActSumParams {
     rows: u32,
     cols: u32,
@@ -184,22 +205,36 @@ struct ActSumParams {
     lanes: u32,      // threads a column (4 to 32, a power of two); a workgroup owns 256 / lanes columns
     splits: u32,     // dh's partial arrays (1: dh itself)
     kind: u32,       // as BiasActParams
-    _pad0: u32,
-    _pad1: u32,
+    k: u32,          // 0: abs_dh is dh; else abs_dh is dy (rows, k) and dh = dy·W
+    w_trans: u32,    // as BiasActParams
 };
 
-@group(0) @binding(0) var<storage, read> abs_dh: array<f32>;        // (splits, rows, cols)
+@group(0) @binding(0) var<storage, read> abs_dh: array<f32>;        // (splits, rows, cols); or dy (rows, k)
 @group(0) @binding(1) var<storage, read> abs_z: array<f32>;         // (rows, cols) pre-activation
 @group(0) @binding(2) var<storage, read_write> abs_dz: array<f32>;  // (rows, cols)
 @group(0) @binding(3) var<storage, read_write> abs_db: array<f32>;  // (cols)
 @group(0) @binding(4) var<uniform> abs_p: ActSumParams;
+@group(0) @binding(5) var<storage, read> abs_w: array<f32>;         // (cols, k) or (k, cols) when k > 0, else unread (z)
+
+// dh at row r, column col (element i): its partials in split order, or dy·W over the short k.
+fn abs_dh_at(r: u32, col: u32, i: u32) -> f32 {
+    let p = abs_p;
+    if (p.k == 0u) {
+        var g = abs_dh[i];
+        for (var s = 1u; s < p.splits; s++) { g += abs_dh[s * p.rows * p.cols + i]; }
+        return g;
+    }
+    var acc = 0.0;
+    for (var j = 0u; j < p.k; j++) {
+        acc += abs_dh[r * p.k + j] * abs_w[select(j * p.cols + col, col * p.k + j, p.w_trans != 0u)];
+    }
+    return acc;
+}
 
 // dz at row r, column col: written, and returned for the column's sum.
 fn abs_dz_at(r: u32, col: u32) -> f32 {
     let i = r * abs_p.cols + col;
-    var g = abs_dh[i];
-    for (var s = 1u; s < abs_p.splits; s++) { g += abs_dh[s * abs_p.rows * abs_p.cols + i]; }
-    let dz = activation_backward_at(abs_p.kind, g, abs_z[i]);
+    let dz = activation_backward_at(abs_p.kind, abs_dh_at(r, col, i), abs_z[i]);
     abs_dz[i] = dz;
     return dz;
 }

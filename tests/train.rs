@@ -60,18 +60,27 @@ fn mlp_learns_spiral_to_95_percent_validation_accuracy() {
 /// layout), so the products, the fused bias + activation and its backward with the bias sums
 /// are wired to the right layers. The 512-wide case splits its hidden products along k on
 /// every adapter, so the forward's and the backward's split partials reach their consumers.
+/// The 2-D input's and the 2-class output's products (k ≤ 16) are formed inside the fused
+/// kernels; five narrow layers (too many to fuse) form every product that way, the output
+/// layer's forward included; the regression case (MSE, one output) brings back a k of 1.
 /// f32 dot products of ≤ 512 terms and sums over ≤ 512 rows of values of order 1 (the loss is
 /// a mean, so the gradients are of order 1e-2): atol 2e-5, rtol 1e-4, as the fused pass's checks.
 #[test]
 fn layer_by_layer_mlp_gradients_match_the_reference() {
-    let cases =
-        [(vec![72, 40], Activation::Relu, 64), (vec![80], Activation::Silu, 64), (vec![66, 66], Activation::Tanh, 64), (vec![512, 512], Activation::Relu, 512)];
-    for (hidden, act, rows) in cases {
-        let x: Vec<f32> = (0..rows * 2).map(|i| ((i * 37 % 29) as f32 / 14.0) - 1.0).collect();
-        let labels: Vec<u32> = (0..rows as u32).map(|i| u32::from(i % 3 == 0)).collect();
-        let mut cfg = config(PointTask::Spiral, hidden.clone(), act);
+    let cases = [
+        (PointTask::Spiral, vec![72, 40], Activation::Relu, 64),
+        (PointTask::Spiral, vec![80], Activation::Silu, 64),
+        (PointTask::Spiral, vec![66, 66], Activation::Tanh, 64),
+        (PointTask::Spiral, vec![512, 512], Activation::Relu, 512),
+        (PointTask::Spiral, vec![8, 12, 8, 8], Activation::Tanh, 64),
+        (PointTask::Sine, vec![40, 40], Activation::Silu, 64),
+    ];
+    for (task, hidden, act, rows) in cases {
+        let mut cfg = config(task, hidden.clone(), act);
         cfg.batch = rows;
         let ModelConfig::Mlp(m) = cfg.model.clone() else { unreachable!() };
+        let x: Vec<f32> = (0..rows * m.input_dim).map(|i| ((i * 37 % 29) as f32 / 14.0) - 1.0).collect();
+        let targets: Vec<f32> = (0..rows).map(|i| if task.is_regression() { (i as f32 * 0.3).sin() } else { f32::from(i % 3 == 0) }).collect();
         let mut s = session(cfg);
         let adapter = Adapter::of(&s.gpu);
         assert!(!m.fusable(adapter), "{hidden:?} must train layer by layer");
@@ -88,11 +97,15 @@ fn layer_by_layer_mlp_gradients_match_the_reference() {
             .collect();
         pollster::block_on(async {
             let w = s.gpu.read_f32(&s.params.weights).await.unwrap();
-            s.train_on(&[Batch::Classes(x.clone(), labels.clone())]).unwrap();
+            let (batch, loss) = if task.is_regression() {
+                (Batch::Values(x.clone(), targets.clone()), FusedLoss::Mse)
+            } else {
+                (Batch::Classes(x.clone(), targets.iter().map(|&t| t as u32).collect()), FusedLoss::CrossEntropy)
+            };
+            s.train_on(&[batch]).unwrap();
             let got = s.gpu.read_f32(&s.params.grads).await.unwrap();
             let f64s = |v: &[f32]| v.iter().map(|&a| f64::from(a)).collect::<Vec<f64>>();
-            let targets: Vec<f64> = labels.iter().map(|&l| f64::from(l)).collect();
-            let (_, want) = reference::loss_and_grads(&layers, act, FusedLoss::CrossEntropy, &f64s(&w), &f64s(&x), &targets);
+            let (_, want) = reference::loss_and_grads(&layers, act, loss, &f64s(&w), &f64s(&x), &f64s(&targets));
             assert_eq!(got.len(), want.len());
             for (i, (&g, &r)) in got.iter().zip(&want).enumerate() {
                 assert!((f64::from(g) - r).abs() <= 2e-5 + 1e-4 * r.abs(), "{hidden:?} {act:?}: gradient {i} is {g}, the reference {r}");

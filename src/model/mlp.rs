@@ -10,8 +10,9 @@ use serde::{Deserialize, Serialize};
 use crate::error::{ensure, Result};
 use crate::gpu::Tensor;
 use crate::gpu::{Gpu, Op};
-use crate::kernels::elementwise::{activation_backward_sum, bias_activation, binary, Activation, Binary};
-use crate::kernels::matmul::{matmul_ops, matmul_ops_pending, matmul_unreduced, split_partials_len, Adapter, MatmulDesc};
+use crate::kernels::elementwise::LayerProduct::{self, Short};
+use crate::kernels::elementwise::{activation_backward_sum, bias_activation, Activation, SHORT_K};
+use crate::kernels::matmul::{matmul_ops_pending, matmul_unreduced, split_partials_len, Adapter, MatmulDesc};
 use crate::kernels::mlp_fused::{mlp_fused, partials_len, FusedLayer, FusedLoss, FusedRows};
 use crate::kernels::reduce::column_sum;
 use crate::kernels::split_sums::PendingSums;
@@ -115,23 +116,20 @@ impl MlpConfig {
         let mut forward = vec![];
         for (l, &(fan_in, out)) in dims.iter().enumerate() {
             let prev = if l == 0 { &input } else { acts[l - 1].h.as_ref().expect("hidden layers have h") };
-            // (B, out) h_{l-1}·Wᵀ; unwritten when the product splits (its consumer adds the partials)
-            let lin = gpu.tensor(&format!("layer{l}.lin"), &[batch, out])?;
             let z = gpu.tensor(&format!("layer{l}.z"), &[batch, out])?;
             let (w, bias) = (params.weight(&format!("layer{l}.weight")), params.weight(&format!("layer{l}.bias")));
-            // A wide layer's few tiles split along k where the plan does. Hidden layers: bias and
-            // activation in one dispatch, which also adds the split partials; the last layer only adds.
-            let desc = MatmulDesc::new(batch, out, fan_in).trans_b();
-            let h = if l + 1 < dims.len() {
-                let h = gpu.tensor(&format!("layer{l}.h"), &[batch, out])?;
-                let (product, lin) = matmul_unreduced(gpu, prev, &w, &lin, desc)?;
-                forward.extend([product, bias_activation(gpu, cfg.activation, &lin, &bias, &z, &h)?]);
-                Some(h)
+            // Hidden layers: bias and activation in one dispatch; the output layer: the bias
+            // alone. That dispatch also adds a split product's partials, or forms a short one.
+            let h = (l + 1 < dims.len()).then(|| gpu.tensor(&format!("layer{l}.h"), &[batch, out])).transpose()?;
+            let act = h.as_ref().map(|h| (cfg.activation, h));
+            if fan_in <= SHORT_K {
+                forward.push(bias_activation(gpu, act, Short { a: prev, w: &w, w_trans: true }, &bias, &z)?);
             } else {
-                forward.extend(matmul_ops(gpu, prev, &w, &lin, desc)?);
-                forward.push(binary(gpu, Binary::Add, &lin, &bias, &z)?);
-                None
-            };
+                // (B, out) h_{l-1}·Wᵀ; unwritten when the product splits
+                let lin = gpu.tensor(&format!("layer{l}.lin"), &[batch, out])?;
+                let (product, lin) = matmul_unreduced(gpu, prev, &w, &lin, MatmulDesc::new(batch, out, fan_in).trans_b())?;
+                forward.extend([product, bias_activation(gpu, act, &lin, &bias, &z)?]);
+            }
             acts.push(LayerActs { z, h });
         }
         let output = acts.last().expect("at least one layer").z.clone();
@@ -157,7 +155,8 @@ impl MlpConfig {
 
 /// dW_l += dz_lᵀ·h_{l-1}, db_l += Σ_rows dz_l, dh_{l-1} = dz_l·W_l, dz_{l-1} = dh_{l-1}·act'(z_{l-1}).
 /// A hidden layer's dz and db come from one pass (`activation_backward_sum`), which also adds
-/// a split dh's partials; only the output layer's db is a plain column sum.
+/// a split dh's partials, or forms dh itself when it comes back over a short k (a few classes);
+/// only the output layer's db is a plain column sum.
 fn backward_ops(gpu: &Gpu, cfg: &MlpConfig, params: &ParamStore, input: &Tensor, acts: &[LayerActs], d_output: &Tensor, batch: usize) -> Result<Vec<Op>> {
     let dims = cfg.layer_dims();
     // The split weight gradients' sums: one dispatch at the end.
@@ -171,11 +170,16 @@ fn backward_ops(gpu: &Gpu, cfg: &MlpConfig, params: &ParamStore, input: &Tensor,
         let (w, dw) = (params.weight(&format!("layer{l}.weight")), params.grad(&format!("layer{l}.weight")));
         ops.extend(matmul_ops_pending(gpu, &dz, prev, &dw, weight_grad(dims[l], batch), &mut pending)?);
         if l > 0 {
-            let dh = gpu.tensor(&format!("layer{}.dh", l - 1), &[batch, fan_in])?;
             let dz_prev = gpu.tensor(&format!("layer{}.dz", l - 1), &[batch, fan_in])?;
-            let (product, dh) = matmul_unreduced(gpu, &dz, &w, &dh, MatmulDesc::new(batch, fan_in, out))?;
-            let db_prev = params.grad(&format!("layer{}.bias", l - 1));
-            ops.extend([product, activation_backward_sum(gpu, cfg.activation, &dh, &acts[l - 1].z, &dz_prev, &db_prev, true)?]);
+            let (z_prev, db_prev) = (&acts[l - 1].z, params.grad(&format!("layer{}.bias", l - 1)));
+            let backward = |dh| activation_backward_sum(gpu, cfg.activation, dh, z_prev, &dz_prev, &db_prev, true);
+            if out <= SHORT_K {
+                ops.push(backward(Short { a: &dz, w: &w, w_trans: false })?);
+            } else {
+                let dh = gpu.tensor(&format!("layer{}.dh", l - 1), &[batch, fan_in])?;
+                let (product, dh) = matmul_unreduced(gpu, &dz, &w, &dh, MatmulDesc::new(batch, fan_in, out))?;
+                ops.extend([product, backward(LayerProduct::Computed(&dh))?]);
+            }
             dz = dz_prev;
         }
     }

@@ -2,8 +2,8 @@
 //! reference backwards. f32 elementwise math on values in [-4, 4]: atol 1e-6, rtol 1e-5 covers
 //! exp/sigmoid rounding (a few ulp) on every WebGPU implementation we run.
 
-use kiln::kernels::elementwise::{self as ew, reference, Activation, Binary};
-use kiln::kernels::matmul::Unreduced;
+use kiln::kernels::elementwise::{self as ew, reference, Activation, Binary, LayerProduct::Short, SHORT_K};
+use kiln::kernels::matmul::{reference::matmul as matmul_reference, MatmulDesc, Unreduced};
 use kiln::kernels::reduce::reference::column_sum;
 use kiln::kernels::reduce::{column_sum as column_sum_op, Columns};
 use kiln::Gpu;
@@ -87,7 +87,7 @@ async fn bias_activation(gpu: &Gpu, c: &mut Checks) {
             let (x, x64) = random_parts(gpu, &mut rng, splits, rows, cols, 30.0 / splits as f64);
             let (b, b64) = random_tensor(gpu, &mut rng, "bias", &[cols], -3.0, 3.0);
             let (z, h) = (gpu.tensor("z", &[n]).unwrap(), gpu.tensor("h", &[n]).unwrap());
-            gpu.run(&[&ew::bias_activation(gpu, act, &x, &b, &z, &h).unwrap()]).unwrap();
+            gpu.run(&[&ew::bias_activation(gpu, Some((act, &h)), &x, &b, &z).unwrap()]).unwrap();
             let z64: Vec<f64> = x64.iter().enumerate().map(|(i, v)| v + b64[i % cols]).collect();
             let label = format!("{act:?} {rows}x{cols} splits={splits}");
             c.close("bias_activation", &format!("z {label}"), &read(gpu, &z).await, &z64, atol, RTOL);
@@ -150,6 +150,60 @@ async fn activation_backward_sums(gpu: &Gpu, c: &mut Checks) {
     assert!(err.contains("`parts`") && err.contains("3 partial arrays"), "{err}");
 }
 
+/// (rows, cols, k, grid limit) of products the fused kernels form themselves: one element; a
+/// 512-row batch over an MLP's 2-D input; ragged columns at the longest k; and 700 columns on a
+/// 2-D grid of limit 5.
+const SHORT_SHAPES: &[(usize, usize, usize, u32)] = &[(1, 1, 1, 65_535), (512, 72, 2, 65_535), (37, 130, SHORT_K, 65_535), (9, 700, 3, 5)];
+
+/// Short products formed inside the fused kernels, with the weight as a layer's own (C, k) (the
+/// forward's x·Wᵀ) and as (k, C) (the backward's dy·W): `bias_activation` with and without an
+/// activation (an output layer, z only), and `activation_backward_sum`. Operands in [-1, 1]:
+/// a k-term f32 dot product is within k · 2⁻²⁴ · Σ|terms| ≤ k² · 2⁻²⁴ of its value, and z adds
+/// one rounding of |z| ≤ k + 1; dz scales that by |f'| ≤ 1.1, and db sums it over the rows.
+async fn short_products(gpu: &Gpu, c: &mut Checks) {
+    let mut rng = Rng::new(10);
+    let acts = [Activation::Relu, Activation::Silu, Activation::Tanh];
+    for (i, &(rows, cols, k, grid)) in SHORT_SHAPES.iter().enumerate() {
+        gpu.set_grid_limit(grid);
+        for w_trans in [true, false] {
+            let act = acts[(2 * i + usize::from(w_trans)) % 3];
+            let (x, x64) = random_tensor(gpu, &mut rng, "x", &[rows, k], -1.0, 1.0);
+            let (w, w64) = random_tensor(gpu, &mut rng, "w", &if w_trans { [cols, k] } else { [k, cols] }, -1.0, 1.0);
+            let (b, b64) = random_tensor(gpu, &mut rng, "bias", &[cols], -1.0, 1.0);
+            let desc = if w_trans { MatmulDesc::new(rows, cols, k).trans_b() } else { MatmulDesc::new(rows, cols, k) };
+            let product = matmul_reference(&desc, &x64, &w64, &vec![0.0; rows * cols]);
+            let short = Short { a: &x, w: &w, w_trans };
+            let atol = (k * k + k + 1) as f64 * 2f64.powi(-24) + ATOL;
+            let label = format!("{act:?} {rows}x{cols} k={k} w_trans={w_trans}");
+            let outs = |name: &str| gpu.tensor(name, &[rows, cols]).unwrap();
+            let (z, h, z_only) = (outs("z"), outs("h"), outs("z only"));
+            gpu.run(&[&ew::bias_activation(gpu, Some((act, &h)), short, &b, &z).unwrap(), &ew::bias_activation(gpu, None, short, &b, &z_only).unwrap()])
+                .unwrap();
+            let z64: Vec<f64> = product.iter().enumerate().map(|(i, v)| v + b64[i % cols]).collect();
+            c.close("bias_activation", &format!("short z {label}"), &read(gpu, &z).await, &z64, atol, RTOL);
+            c.close("bias_activation", &format!("short h {label}"), &read(gpu, &h).await, &reference::activation(act, &z64), atol, RTOL);
+            c.close("bias_activation", &format!("short, no activation {label}"), &read(gpu, &z_only).await, &z64, atol, RTOL);
+            let (zb, zb64) = random_tensor(gpu, &mut rng, "z", &[rows, cols], -6.0, 6.0);
+            let (dz, db) = (outs("dz"), gpu.tensor("db", &[cols]).unwrap());
+            gpu.run(&[&ew::activation_backward_sum(gpu, act, short, &zb, &dz, &db, false).unwrap()]).unwrap();
+            let dz64 = reference::activation_backward(act, &product, &zb64);
+            let lanes = Columns::of(&zb, &db).unwrap().lanes;
+            let db_atol = 1.1 * atol * rows as f64 + column_sum_atol(rows, lanes, column_abs_max(&dz64, &vec![0.0; cols]));
+            c.close("activation_backward_sum", &format!("short dz {label}"), &read(gpu, &dz).await, &dz64, 1.1 * atol, RTOL);
+            c.close("activation_backward_sum", &format!("short db {label}"), &read(gpu, &db).await, &column_sum(&dz64, cols), db_atol, 0.0);
+        }
+    }
+    // A k past SHORT_K, and a left side of the wrong length, are errors naming the tensor.
+    let (z, dz, db) = (gpu.tensor("z", &[4, 3]).unwrap(), gpu.tensor("dz", &[4, 3]).unwrap(), gpu.tensor("db", &[3]).unwrap());
+    let long_w = gpu.tensor("long w", &[3, SHORT_K + 1]).unwrap();
+    let a = gpu.tensor("a", &[4, SHORT_K + 1]).unwrap();
+    let err = ew::bias_activation(gpu, None, Short { a: &a, w: &long_w, w_trans: true }, &db, &z).err().unwrap().to_string();
+    assert!(err.contains("`long w`") && err.contains("k 1..=16"), "{err}");
+    let w = gpu.tensor("w", &[2, 3]).unwrap();
+    let err = ew::activation_backward_sum(gpu, Activation::Relu, Short { a: &a, w: &w, w_trans: false }, &z, &dz, &db, false).err().unwrap().to_string();
+    assert!(err.contains("`a`") && err.contains("k 2"), "{err}");
+}
+
 /// The orders the comments promise, bit for bit: partials are added in split order (three
 /// partials give the bits of one array holding the f32 sum p0 + p1 + p2, for z, h, dz and db),
 /// and the backward's bias sums are column_sum's (ReLU with every z > 0 passes dh through).
@@ -167,7 +221,7 @@ async fn fused_orders(gpu: &Gpu, c: &mut Checks) {
     let mut got = vec![];
     for x in [&split, &one] {
         let (za, h, dz, db) = (outs("z"), outs("h"), outs("dz"), gpu.tensor("db", &[cols]).unwrap());
-        gpu.run(&[&ew::bias_activation(gpu, Activation::Silu, x, &bias, &za, &h).unwrap()]).unwrap();
+        gpu.run(&[&ew::bias_activation(gpu, Some((Activation::Silu, &h)), x, &bias, &za).unwrap()]).unwrap();
         gpu.run(&[&ew::activation_backward_sum(gpu, Activation::Tanh, x, &z, &dz, &db, false).unwrap()]).unwrap();
         got.push([read(gpu, &za).await, read(gpu, &h).await, read(gpu, &dz).await, read(gpu, &db).await]);
     }
@@ -229,6 +283,7 @@ pub async fn run(gpu: &Gpu, c: &mut Checks) {
     activations(gpu, c).await;
     bias_activation(gpu, c).await;
     activation_backward_sums(gpu, c).await;
+    short_products(gpu, c).await;
     fused_orders(gpu, c).await;
     silu_gate(gpu, c).await;
 }
