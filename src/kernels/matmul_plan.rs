@@ -9,7 +9,8 @@ use crate::gpu::Gpu;
 pub(super) const KT: usize = 16;
 
 /// Workgroups a split product aims for: about two per multiprocessor of a large GPU (an
-/// H200 has 132); a small GPU is full either way.
+/// H200 has 132); a small GPU is full either way. `KILN_MATMUL_SPLIT_TARGET` overrides it
+/// natively, for A/B measurements.
 const SPLIT_TARGET_GROUPS: usize = 256;
 
 /// Multiply-adds (m·n·k·batch) from which splitting is worth its extra dispatch.
@@ -94,10 +95,10 @@ pub fn plan(d: &MatmulDesc, allow_split: bool, adapter: Adapter) -> (usize, usiz
     let (tile, splits) = match (d.tile.or(env_tile()), d.splits) {
         (Some(t), Some(s)) => (t, s),
         (Some(t), None) if env_tile().is_some() && d.tile.is_none() => (t, 1),
-        (Some(t), None) => (t, if can_split { SPLIT_TARGET_GROUPS.div_ceil(tiles(t)) } else { 1 }),
+        (Some(t), None) => (t, if can_split { split_target().div_ceil(tiles(t)) } else { 1 }),
         (None, forced) => {
-            let s128 = SPLIT_TARGET_GROUPS.div_ceil(tiles(128));
-            let s64 = (2 * SPLIT_TARGET_GROUPS).div_ceil(tiles(64));
+            let s128 = split_target().div_ceil(tiles(128));
+            let s64 = (2 * split_target()).div_ceil(tiles(64));
             let small = macs <= SMALL_MAX_MACS && d.k <= small_max_k;
             let (t, s) = if small {
                 (SMALL, 1)
@@ -107,7 +108,7 @@ pub fn plan(d: &MatmulDesc, allow_split: bool, adapter: Adapter) -> (usize, usiz
                 (64, 1)
             } else if d.k / s128 >= SPLIT_MIN_CHUNK || (d.k >= LONG_K && d.k / s128 >= SPLIT_MIN_CHUNK_128) {
                 (128, s128)
-            } else if tiles(64) < SPLIT_TARGET_GROUPS {
+            } else if tiles(64) < split_target() {
                 (64, s64.min(d.k / adapter.split_min_chunk_64(d.k)).max(1))
             } else if adapter == Adapter::Gpu {
                 // Big enough to split but k too short for chunks of SPLIT_MIN_CHUNK, with at
@@ -231,6 +232,17 @@ impl Adapter {
             Adapter::Gpu => SMALL_MAX_K_GPU,
             Adapter::Cpu => SMALL_MAX_K_CPU,
         }
+    }
+}
+
+fn split_target() -> usize {
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        std::env::var("KILN_MATMUL_SPLIT_TARGET").ok().and_then(|v| v.parse().ok()).unwrap_or(SPLIT_TARGET_GROUPS)
+    }
+    #[cfg(target_arch = "wasm32")]
+    {
+        SPLIT_TARGET_GROUPS
     }
 }
 
