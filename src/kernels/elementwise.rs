@@ -198,12 +198,6 @@ pub enum LayerProduct<'a> {
     Short { a: &'a Tensor, w: &'a Tensor, w_trans: bool },
 }
 
-impl<'a> From<&'a Unreduced> for LayerProduct<'a> {
-    fn from(u: &'a Unreduced) -> Self {
-        LayerProduct::Computed(u)
-    }
-}
-
 /// How a fused kernel binds its product: binding 0, binding 5 (w, or when unread a tensor the
 /// kernel already reads) and the params' (splits, k, w_trans).
 struct BoundProduct {
@@ -242,11 +236,11 @@ impl LayerProduct<'_> {
 /// in one dispatch (z is kept for the backward). `act`: the activation and h, or None for an
 /// output layer (only z is written). x may be a split product's partials, added here in split
 /// order (one reduction dispatch fewer), or a short-k product formed here (one product fewer).
-pub fn bias_activation<'a>(gpu: &Gpu, act: Option<(Activation, &Tensor)>, x: impl Into<LayerProduct<'a>>, bias: &Tensor, z: &Tensor) -> Result<Op> {
+pub fn bias_activation(gpu: &Gpu, act: Option<(Activation, &Tensor)>, x: LayerProduct<'_>, bias: &Tensor, z: &Tensor) -> Result<Op> {
     if bias.is_empty() || !z.len().is_multiple_of(bias.len()) {
         return Err(KilnError::invalid(bias.name(), format!("cannot broadcast {} elements over {}", bias.len(), z.len())));
     }
-    let x = x.into().bind(z.len() / bias.len(), bias.len(), "bias_activation x", bias)?;
+    let x = x.bind(z.len() / bias.len(), bias.len(), "bias_activation x", bias)?;
     // An output layer's h is never written: the placeholder (WebGPU refuses z twice, writable).
     let (kind, h) = match act {
         Some((act, h)) => {
@@ -306,17 +300,9 @@ struct ActSumParams {
 /// An MLP hidden layer's backward through its activation and its bias gradient in one pass:
 /// dz = dh · f'(z) and db (+)= Σ_rows dz, for z and dz of shape (rows, C) and db of C. dh may
 /// be a split product's partials, added in split order, or a short-k product formed here.
-pub fn activation_backward_sum<'a>(
-    gpu: &Gpu,
-    act: Activation,
-    dh: impl Into<LayerProduct<'a>>,
-    z: &Tensor,
-    dz: &Tensor,
-    db: &Tensor,
-    accumulate: bool,
-) -> Result<Op> {
+pub fn activation_backward_sum(gpu: &Gpu, act: Activation, dh: LayerProduct<'_>, z: &Tensor, dz: &Tensor, db: &Tensor, accumulate: bool) -> Result<Op> {
     let at = Columns::of(z, db)?;
-    let dh = dh.into().bind(at.rows, at.cols, "activation_backward_sum dh", z)?;
+    let dh = dh.bind(at.rows, at.cols, "activation_backward_sum dh", z)?;
     expect_len(dz, z.len(), "activation_backward_sum dz")?;
     let params = ActSumParams {
         rows: at.rows as u32,

@@ -128,7 +128,7 @@ impl MlpConfig {
                 // (B, out) h_{l-1}·Wᵀ; unwritten when the product splits
                 let lin = gpu.tensor(&format!("layer{l}.lin"), &[batch, out])?;
                 let (product, lin) = matmul_unreduced(gpu, prev, &w, &lin, MatmulDesc::new(batch, out, fan_in).trans_b())?;
-                forward.extend([product, bias_activation(gpu, act, &lin, &bias, &z)?]);
+                forward.extend([product, bias_activation(gpu, act, LayerProduct::Computed(&lin), &bias, &z)?]);
             }
             acts.push(LayerActs { z, h });
         }
