@@ -31,7 +31,8 @@ pub fn footprint(model: &ModelConfig, batch: usize) -> Footprint {
         ModelConfig::Mlp(m) => {
             let outs: u64 = m.layer_dims().iter().map(|&(_, out)| out as u64).sum();
             let widest = m.layer_dims().iter().map(|&(i, o)| i.max(o) as u64).max().unwrap_or(1);
-            // input; lin, z, h and two gradients per layer; the fused pass's partial gradients,
+            // input; lin, z, h and two gradients per layer (an upper bound: a short product has no
+            // lin or dh); the fused pass's partial gradients,
             // or the split weight gradients' partials when the training pass is not the fused one
             let partials = if m.fusable(Adapter::Gpu) { m.fused_partials(batch, Adapter::Gpu) } else { m.backward_partials(batch, Adapter::Gpu) } as u64;
             (b * (m.input_dim as u64 + 5 * outs) + partials, b * widest)

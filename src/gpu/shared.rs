@@ -18,8 +18,9 @@ impl Gpu {
         Ok(slot.as_ref().expect("just filled").view(name, 0, vec![len]))
     }
 
-    /// A 4-word read-only tensor for a binding the dispatch does not use (a vec4 binding must
-    /// hold at least 16 bytes, which a small tensor may not).
+    /// A 4-word tensor for a binding the dispatch does not use (a vec4 binding must hold at
+    /// least 16 bytes, which a small tensor may not). Bound read-only, or writable where a
+    /// kernel leaves an output unwritten (an MLP output layer's h), never both in one dispatch.
     pub fn placeholder(&self) -> Result<Tensor> {
         let mut slot = self.placeholder.lock().unwrap_or_else(|p| p.into_inner());
         if slot.is_none() {

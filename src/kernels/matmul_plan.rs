@@ -1,6 +1,7 @@
 //! The matmul planner: which kernel (the 64, 128, lean or wide tile, or `matmul_small`) and how many
 //! k chunks (split-K) a product gets, from its shape and the adapter. Measured on an H200
-//! (bench/RESULTS.md); `KILN_MATMUL_TILE` forces one tile natively for A/B measurements.
+//! (bench/RESULTS.md); natively, `KILN_MATMUL_TILE` forces one tile and `KILN_MATMUL_SPLIT_TARGET` sets
+//! the split's workgroup target, for A/B measurements.
 
 use super::matmul::MatmulDesc;
 use crate::gpu::Gpu;
@@ -82,6 +83,7 @@ const SPLIT_MAX_SCRATCH: u64 = 1 << 24;
 pub fn plan(d: &MatmulDesc, allow_split: bool, adapter: Adapter) -> (usize, usize, usize) {
     let small_max_k = adapter.small_max_k();
     let tiles = |t: usize| d.m.div_ceil(t) * d.n.div_ceil(t) * d.batch;
+    let split_target = split_target();
     // In u64: on wasm32 a usize overflows for the largest configs, which the fit check plans
     // before refusing them.
     let macs = d.m as u64 * d.n as u64 * d.k as u64 * d.batch as u64;
@@ -95,10 +97,10 @@ pub fn plan(d: &MatmulDesc, allow_split: bool, adapter: Adapter) -> (usize, usiz
     let (tile, splits) = match (d.tile.or(env_tile()), d.splits) {
         (Some(t), Some(s)) => (t, s),
         (Some(t), None) if env_tile().is_some() && d.tile.is_none() => (t, 1),
-        (Some(t), None) => (t, if can_split { split_target().div_ceil(tiles(t)) } else { 1 }),
+        (Some(t), None) => (t, if can_split { split_target.div_ceil(tiles(t)) } else { 1 }),
         (None, forced) => {
-            let s128 = split_target().div_ceil(tiles(128));
-            let s64 = (2 * split_target()).div_ceil(tiles(64));
+            let s128 = split_target.div_ceil(tiles(128));
+            let s64 = (2 * split_target).div_ceil(tiles(64));
             let small = macs <= SMALL_MAX_MACS && d.k <= small_max_k;
             let (t, s) = if small {
                 (SMALL, 1)
@@ -108,7 +110,7 @@ pub fn plan(d: &MatmulDesc, allow_split: bool, adapter: Adapter) -> (usize, usiz
                 (64, 1)
             } else if d.k / s128 >= SPLIT_MIN_CHUNK || (d.k >= LONG_K && d.k / s128 >= SPLIT_MIN_CHUNK_128) {
                 (128, s128)
-            } else if tiles(64) < split_target() {
+            } else if tiles(64) < split_target {
                 (64, s64.min(d.k / adapter.split_min_chunk_64(d.k)).max(1))
             } else if adapter == Adapter::Gpu {
                 // Big enough to split but k too short for chunks of SPLIT_MIN_CHUNK, with at
@@ -238,7 +240,7 @@ impl Adapter {
 fn split_target() -> usize {
     #[cfg(not(target_arch = "wasm32"))]
     {
-        std::env::var("KILN_MATMUL_SPLIT_TARGET").ok().and_then(|v| v.parse().ok()).unwrap_or(SPLIT_TARGET_GROUPS)
+        std::env::var("KILN_MATMUL_SPLIT_TARGET").ok().and_then(|v| v.parse().ok()).filter(|&t| t > 0).unwrap_or(SPLIT_TARGET_GROUPS)
     }
     #[cfg(target_arch = "wasm32")]
     {
