@@ -22,6 +22,7 @@ mod matmul_plan;
 pub mod matmul_swiglu;
 pub mod metrics;
 pub mod mlp_fused;
+pub mod mlp_layer;
 pub mod norm;
 pub mod optimizer;
 pub mod quant;

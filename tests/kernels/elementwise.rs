@@ -2,12 +2,13 @@
 //! reference backwards. f32 elementwise math on values in [-4, 4]: atol 1e-6, rtol 1e-5 covers
 //! exp/sigmoid rounding (a few ulp) on every WebGPU implementation we run.
 
-use kiln::kernels::elementwise::{
-    self as ew, reference, Activation, Binary,
+use kiln::kernels::elementwise::{self as ew, reference, Activation, Binary};
+use kiln::kernels::matmul::{reference::matmul as matmul_reference, MatmulDesc, Unreduced};
+use kiln::kernels::mlp_layer::{
+    self as layer,
     LayerProduct::{Computed, Short},
     SHORT_K,
 };
-use kiln::kernels::matmul::{reference::matmul as matmul_reference, MatmulDesc, Unreduced};
 use kiln::kernels::reduce::reference::column_sum;
 use kiln::kernels::reduce::{column_sum as column_sum_op, Columns};
 use kiln::Gpu;
@@ -91,7 +92,7 @@ async fn bias_activation(gpu: &Gpu, c: &mut Checks) {
             let (x, x64) = random_parts(gpu, &mut rng, splits, rows, cols, 30.0 / splits as f64);
             let (b, b64) = random_tensor(gpu, &mut rng, "bias", &[cols], -3.0, 3.0);
             let (z, h) = (gpu.tensor("z", &[n]).unwrap(), gpu.tensor("h", &[n]).unwrap());
-            gpu.run(&[&ew::bias_activation(gpu, Some((act, &h)), Computed(&x), &b, &z).unwrap()]).unwrap();
+            gpu.run(&[&layer::bias_activation(gpu, Some((act, &h)), Computed(&x), &b, &z).unwrap()]).unwrap();
             let z64: Vec<f64> = x64.iter().enumerate().map(|(i, v)| v + b64[i % cols]).collect();
             let label = format!("{act:?} {rows}x{cols} splits={splits}");
             c.close("bias_activation", &format!("z {label}"), &read(gpu, &z).await, &z64, atol, RTOL);
@@ -128,7 +129,7 @@ async fn activation_backward_sums(gpu: &Gpu, c: &mut Checks) {
             let (z, z64) = random_tensor(gpu, &mut rng, "z", &[rows, cols], -6.0, 6.0);
             let (db, db64) = random_tensor(gpu, &mut rng, "db", &[cols], -1.0, 1.0);
             let dz = gpu.tensor("dz", &[rows, cols]).unwrap();
-            let op = ew::activation_backward_sum(gpu, act, Computed(&dh), &z, &dz, &db, true).unwrap();
+            let op = layer::activation_backward_sum(gpu, act, Computed(&dh), &z, &dz, &db, true).unwrap();
             if grid < 65_535 {
                 assert!(op.workgroups[1] > 1, "expected a 2-D grid, got {:?}", op.workgroups);
             }
@@ -142,7 +143,7 @@ async fn activation_backward_sums(gpu: &Gpu, c: &mut Checks) {
             c.close("activation_backward_sum", &format!("dz {label}"), &read(gpu, &dz).await, &dz64, atol, RTOL);
             let acc: Vec<f64> = sums.iter().zip(&db64).map(|(s, d)| s + d).collect();
             c.close("activation_backward_sum", &format!("db accumulate {label}"), &read(gpu, &db).await, &acc, db_atol, 0.0);
-            gpu.run(&[&ew::activation_backward_sum(gpu, act, Computed(&dh), &z, &dz, &db, false).unwrap()]).unwrap();
+            gpu.run(&[&layer::activation_backward_sum(gpu, act, Computed(&dh), &z, &dz, &db, false).unwrap()]).unwrap();
             c.close("activation_backward_sum", &format!("db write {label}"), &read(gpu, &db).await, &sums, db_atol, 0.0);
         }
     }
@@ -150,7 +151,7 @@ async fn activation_backward_sums(gpu: &Gpu, c: &mut Checks) {
     let (dh, _) = random_parts(gpu, &mut rng, 2, 3, 4, 1.0);
     let short = Unreduced { splits: 3, ..dh };
     let (z, dz, db) = (gpu.tensor("z", &[3, 4]).unwrap(), gpu.tensor("dz", &[3, 4]).unwrap(), gpu.tensor("db", &[4]).unwrap());
-    let err = ew::activation_backward_sum(gpu, Activation::Relu, Computed(&short), &z, &dz, &db, true).err().unwrap().to_string();
+    let err = layer::activation_backward_sum(gpu, Activation::Relu, Computed(&short), &z, &dz, &db, true).err().unwrap().to_string();
     assert!(err.contains("`parts`") && err.contains("3 partial arrays"), "{err}");
 }
 
@@ -181,7 +182,7 @@ async fn short_products(gpu: &Gpu, c: &mut Checks) {
             let label = format!("{act:?} {rows}x{cols} k={k} w_trans={w_trans}");
             let outs = |name: &str| gpu.tensor(name, &[rows, cols]).unwrap();
             let (z, h, z_only) = (outs("z"), outs("h"), outs("z only"));
-            gpu.run(&[&ew::bias_activation(gpu, Some((act, &h)), short, &b, &z).unwrap(), &ew::bias_activation(gpu, None, short, &b, &z_only).unwrap()])
+            gpu.run(&[&layer::bias_activation(gpu, Some((act, &h)), short, &b, &z).unwrap(), &layer::bias_activation(gpu, None, short, &b, &z_only).unwrap()])
                 .unwrap();
             let z64: Vec<f64> = product.iter().enumerate().map(|(i, v)| v + b64[i % cols]).collect();
             c.close("bias_activation", &format!("short z {label}"), &read(gpu, &z).await, &z64, atol, RTOL);
@@ -189,7 +190,7 @@ async fn short_products(gpu: &Gpu, c: &mut Checks) {
             c.close("bias_activation", &format!("short, no activation {label}"), &read(gpu, &z_only).await, &z64, atol, RTOL);
             let (zb, zb64) = random_tensor(gpu, &mut rng, "z", &[rows, cols], -6.0, 6.0);
             let (dz, db) = (outs("dz"), gpu.tensor("db", &[cols]).unwrap());
-            gpu.run(&[&ew::activation_backward_sum(gpu, act, short, &zb, &dz, &db, false).unwrap()]).unwrap();
+            gpu.run(&[&layer::activation_backward_sum(gpu, act, short, &zb, &dz, &db, false).unwrap()]).unwrap();
             let dz64 = reference::activation_backward(act, &product, &zb64);
             let lanes = Columns::of(&zb, &db).unwrap().lanes;
             let db_atol = 1.1 * atol * rows as f64 + column_sum_atol(rows, lanes, column_abs_max(&dz64, &vec![0.0; cols]));
@@ -201,10 +202,10 @@ async fn short_products(gpu: &Gpu, c: &mut Checks) {
     let (z, dz, db) = (gpu.tensor("z", &[4, 3]).unwrap(), gpu.tensor("dz", &[4, 3]).unwrap(), gpu.tensor("db", &[3]).unwrap());
     let long_w = gpu.tensor("long w", &[3, SHORT_K + 1]).unwrap();
     let a = gpu.tensor("a", &[4, SHORT_K + 1]).unwrap();
-    let err = ew::bias_activation(gpu, None, Short { a: &a, w: &long_w, w_trans: true }, &db, &z).err().unwrap().to_string();
+    let err = layer::bias_activation(gpu, None, Short { a: &a, w: &long_w, w_trans: true }, &db, &z).err().unwrap().to_string();
     assert!(err.contains("`long w`") && err.contains("k 1..=16"), "{err}");
     let w = gpu.tensor("w", &[2, 3]).unwrap();
-    let err = ew::activation_backward_sum(gpu, Activation::Relu, Short { a: &a, w: &w, w_trans: false }, &z, &dz, &db, false).err().unwrap().to_string();
+    let err = layer::activation_backward_sum(gpu, Activation::Relu, Short { a: &a, w: &w, w_trans: false }, &z, &dz, &db, false).err().unwrap().to_string();
     assert!(err.contains("`a`") && err.contains("k 2"), "{err}");
 }
 
@@ -225,8 +226,8 @@ async fn fused_orders(gpu: &Gpu, c: &mut Checks) {
     let mut got = vec![];
     for x in [&split, &one] {
         let (za, h, dz, db) = (outs("z"), outs("h"), outs("dz"), gpu.tensor("db", &[cols]).unwrap());
-        gpu.run(&[&ew::bias_activation(gpu, Some((Activation::Silu, &h)), Computed(x), &bias, &za).unwrap()]).unwrap();
-        gpu.run(&[&ew::activation_backward_sum(gpu, Activation::Tanh, Computed(x), &z, &dz, &db, false).unwrap()]).unwrap();
+        gpu.run(&[&layer::bias_activation(gpu, Some((Activation::Silu, &h)), Computed(x), &bias, &za).unwrap()]).unwrap();
+        gpu.run(&[&layer::activation_backward_sum(gpu, Activation::Tanh, Computed(x), &z, &dz, &db, false).unwrap()]).unwrap();
         got.push([read(gpu, &za).await, read(gpu, &h).await, read(gpu, &dz).await, read(gpu, &db).await]);
     }
     for (k, what) in ["z", "h", "dz", "db"].iter().enumerate() {
@@ -234,7 +235,7 @@ async fn fused_orders(gpu: &Gpu, c: &mut Checks) {
     }
     let positive = gpu.tensor_from("z > 0", &[rows, cols], &vec![1.0f32; n]).unwrap();
     let (dz, db, db_plain) = (outs("dz"), gpu.tensor("db", &[cols]).unwrap(), gpu.tensor("db plain", &[cols]).unwrap());
-    gpu.run(&[&ew::activation_backward_sum(gpu, Activation::Relu, Computed(&one), &positive, &dz, &db, false).unwrap()]).unwrap();
+    gpu.run(&[&layer::activation_backward_sum(gpu, Activation::Relu, Computed(&one), &positive, &dz, &db, false).unwrap()]).unwrap();
     gpu.run(&[&column_sum_op(gpu, &whole, &db_plain, false).unwrap()]).unwrap();
     c.exact("activation_backward_sum", "ReLU's db with z > 0 = column_sum's", &read(gpu, &db).await, &read(gpu, &db_plain).await);
 }
