@@ -139,13 +139,16 @@ pub fn plan(d: &MatmulDesc, allow_split: bool, adapter: Adapter) -> (usize, usiz
     let splits = d.k.div_ceil(k_chunk);
     // Products planned for the 64 tile (4x4 a thread), split or not, also go lean (8x8 a thread).
     let few = d.tile.is_none() && adapter == Adapter::Gpu && ((tile == 128 && tiles(128) * splits < LEAN_BELOW_GROUPS) || tile == 64) && !lean_off();
-    // Many workgroups, unsplit or splitting a k shorter than a weight gradient's: the wide tile.
-    // (Long weight gradients split into ~128 workgroups measured level to 2% slower on it.)
+    // Many workgroups, unsplit, or split unless the product is a long weight gradient (k ≥
+    // LONG_K over the tokens, A transposed): the wide tile. Long weight gradients split into ~128
+    // workgroups measured level to 2% slower on it; long-k input gradients and forwards split in
+    // two (llama-d512's up projection's input gradient, k = 4096, and its down projection, k =
+    // 2048) took llama-d512 from 286.9k to 289.4k tokens/s (H200, session 31).
     let wide_pays = d.tile.is_none()
         && env_tile().is_none()
         && adapter == Adapter::Gpu
         && d.m.div_ceil(128) * d.n.div_ceil(256) * d.batch * splits >= WIDE_MIN_GROUPS
-        && (splits == 1 || d.k < LONG_K);
+        && (splits == 1 || d.k < LONG_K || !d.trans_a);
     let tile = match tile {
         _ if (few || tile == LEAN) && lean_fits(d, k_chunk) => LEAN,
         LEAN => 128, // asked for, but the product is not one it takes
