@@ -30,10 +30,13 @@ const SPLIT_MIN_CHUNK_64_GPU: usize = 32;
 /// tiles) measured ≈ 1% slower split.
 const SPLIT_MIN_MACS_FEW_TILES: u64 = 1 << 24;
 const FEW_TILES: usize = 64;
-/// The 128 tile's shortest chunk of a long k (≥ `LONG_K`, weight gradients over the tokens):
+/// The 128 tile's shortest chunk of a long k (≥ `LONG_K`, as weight gradients over the tokens have):
 /// llama-small's dW proj ((256, 256) over k = 4096) took 30.8 µs split 64 ways on it against
 /// 44.3 split 32 ways on the 64 tile (H200).
 const SPLIT_MIN_CHUNK_128: usize = 64;
+/// A long k: every weight gradient over the tokens (k = batch · context, 4,096 for the Llama
+/// presets), and also the longest forwards and input gradients (llama-d512's down projection,
+/// k = 2,048, and its up projection's input gradient, k = 4,096).
 const LONG_K: usize = 2048;
 
 /// 128x128 output tiles from which the 128 kernel beats the 64 one without a split (measured

@@ -2,7 +2,8 @@
 //! activation in one dispatch (`bias_activation`), and the backward's activation gradient with
 //! the bias gradient summed in the same pass (`activation_backward_sum`). Both read their layer's
 //! product as a `LayerProduct`: whole, as a split's partials, or formed in the kernel when k is
-//! short. The f64 references are elementwise.rs's (a bias add, then an activation).
+//! short. They have no references of their own: the checks compose elementwise's (add,
+//! activation, activation_backward), reduce's `column_sum` and matmul's.
 
 use super::elementwise::{Activation, ACTIVATION_BACKWARD_SUM, BIAS_ACTIVATION};
 use super::matmul::Unreduced;

@@ -133,12 +133,14 @@ async fn split_k(gpu: &Gpu, c: &mut Checks) {
     let short_k = MatmulDesc::new(4096, 256, 256).trans_b();
     assert_eq!(mm::plan(&short_k, true, mm::Adapter::Gpu), (LEAN, 1, 256));
     // With enough wide tiles (128 here), or a short k split into enough of them (32 x 4), the
-    // wide one; long weight gradients keep the 128 tile, while a long-k input gradient split in
-    // two (llama-d512's up projection's: 32 x 2 wide tiles x 2) takes the wide one.
+    // wide one; long weight gradients keep the 128 tile, while long-k products split in two
+    // (llama-d512's up projection's input gradient and its down projection: 32 x 2 wide tiles
+    // x 2) take the wide one, at k = LONG_K too.
     assert_eq!(mm::plan(&MatmulDesc::new(4096, 1024, 256), true, mm::Adapter::Gpu), (WIDE, 1, 256));
     assert_eq!(mm::plan(&MatmulDesc::new(4096, 256, 1024), true, mm::Adapter::Gpu).0, WIDE);
     assert_eq!(mm::plan(&MatmulDesc::new(768, 256, 4096).trans_a().accumulate(), true, mm::Adapter::Gpu).0, 128);
-    assert_eq!(mm::plan(&MatmulDesc::new(4096, 512, 4096).trans_b(), true, mm::Adapter::Gpu), (WIDE, 2, 2048));
+    assert_eq!(mm::plan(&MatmulDesc::new(4096, 512, 4096), true, mm::Adapter::Gpu), (WIDE, 2, 2048));
+    assert_eq!(mm::plan(&MatmulDesc::new(4096, 512, 2048).trans_b(), true, mm::Adapter::Gpu), (WIDE, 2, 1024));
     assert_eq!(mm::plan(&MatmulDesc::new(4096, 1024, 256), true, mm::Adapter::Cpu).0, 128);
     assert_eq!(mm::plan(&short_k, true, mm::Adapter::Cpu), (64, 1, 256));
     // A GPU splits a product of few 64 tiles (32 here) into chunks of 32 on the lean tile;
