@@ -3,7 +3,7 @@
 //   2. install the tarball, `webgpu` (Dawn) and Vite 7 into a fresh temporary Node project
 //      (from the npm registry, preferring the local cache);
 //   3. TypeScript: tests/npm/types-check.ts compiles against kiln.d.ts with --strict;
-//   4. Node: tests/npm/node-check.mjs trains mlp-spiral on Dawn/SwiftShader, checks that bad
+//   4. Node: tests/npm/node-check.mjs (with node-check-llama.mjs) trains mlp-spiral on Dawn/SwiftShader, checks that bad
 //      configs reject naming the field, that overlapping calls work and that calls after
 //      dispose() reject;
 //   5. Vite: tests/npm/vite-app built with `vite build`, served by `vite preview` on 127.0.0.1,
@@ -124,7 +124,7 @@ async function main() {
   const rootPkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
   const webgpuVersion = rootPkg.devDependencies?.webgpu ?? 'latest';
   cpSync(join(here, 'vite-app'), app, { recursive: true });
-  for (const f of ['node-check.mjs', 'checks.mjs']) cpSync(join(here, f), join(app, f));
+  for (const f of ['node-check.mjs', 'node-check-llama.mjs', 'checks.mjs']) cpSync(join(here, f), join(app, f));
   cpSync(join(here, 'types-check.ts'), join(app, 'types-check.ts'));
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'kiln-npm-test', private: true, type: 'module' }, null, 2));
   const installed = await check('npm install the tarball, webgpu and vite@7 into a fresh project', async () => {
