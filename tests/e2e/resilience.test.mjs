@@ -47,7 +47,7 @@ async function main() {
       const s = await summary(page);
       assert(s.error === null, `no error shown: ${s.error}`);
       // Redone steps are identical, so the chart holds every step exactly once.
-      assert(s.loss.points === s.loss.lastStep - s.loss.firstStep + 1, `loss chart steps ${JSON.stringify(s.loss)}`);
+      assert(s.loss.steps === s.loss.lastStep - s.loss.since + 1, `loss chart steps ${JSON.stringify(s.loss)}`);
     });
 
     await test('a hidden tab keeps training; frozen and thawed it resumes; shown, it catches up', page, async () => {
@@ -72,7 +72,8 @@ async function main() {
       await page.waitForTimeout(500);
       const s = await summary(page);
       assert(s.loss.lastStep === s.step, `the chart caught up: last charted ${s.loss.lastStep}, step ${s.step}`);
-      assert(s.loss.points === s.loss.lastStep - s.loss.firstStep + 1, `every step once: ${JSON.stringify(s.loss)}`);
+      // Counted, not from the points: past 3,000 points (a fast machine) the chart thins them.
+      assert(s.loss.steps === s.loss.lastStep - s.loss.since + 1, `every step once: ${JSON.stringify(s.loss)}`);
       assert(s.error === null, `no error shown: ${s.error}`);
     });
 

@@ -59,6 +59,7 @@ export class LossChart {
     this.label = 'loss';
     this.cols = [[], [], []]; // step, train, validation
     this.pendingVal = [];
+    this.charted = { steps: 0, since: null }; // every step pushed once, which thinning keeps
     this.u = null;
     this.dirty = false;
     autosize(el, () => this.u);
@@ -96,6 +97,7 @@ export class LossChart {
   reset() {
     this.cols = [[], [], []];
     this.pendingVal = [];
+    this.charted = { steps: 0, since: null };
     this.u.setData(this.cols);
   }
 
@@ -105,6 +107,8 @@ export class LossChart {
     for (const p of points) {
       if (x.length && p.step <= x[x.length - 1]) continue;
       x.push(p.step);
+      this.charted.steps++;
+      this.charted.since ??= p.step;
       tr.push(Number.isFinite(p.loss) && p.loss > 0 ? p.loss : null);
       va.push(null);
     }
@@ -140,12 +144,15 @@ export class LossChart {
     this.u.setData(this.cols);
   }
 
-  /** For tests and the status line: how many points and the train loss at the start and end. */
+  /**
+   * For tests and the status line: how many points and the train loss at the start and end;
+   * `steps` charted since step `since` (a thinned chart has fewer points than steps).
+   */
   summary() {
     const tr = this.cols[1].filter((v) => v != null);
     const va = this.cols[2].filter((v) => v != null);
     const x = this.cols[0];
-    return { points: x.length, firstStep: x[0] ?? null, lastStep: x[x.length - 1] ?? null, first: tr[0] ?? null, last: tr[tr.length - 1] ?? null, validation: va.length, lastValidation: va[va.length - 1] ?? null };
+    return { points: x.length, firstStep: x[0] ?? null, lastStep: x[x.length - 1] ?? null, first: tr[0] ?? null, last: tr[tr.length - 1] ?? null, validation: va.length, lastValidation: va[va.length - 1] ?? null, ...this.charted };
   }
 }
 
