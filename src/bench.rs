@@ -233,8 +233,14 @@ fn profile_config(gpu: Gpu, name: &str, cfg: SessionConfig) -> Result<Vec<Profil
     s.train(2)?;
     pollster::block_on(s.read_metrics())?;
     let mut out = vec![];
-    for op in s.step_ops() {
-        profile::add(&mut out, name, op.entry, time_ops(&s.gpu, &[op], 0.003, 50)?);
+    // KILN_PROFILE_EACH=1 also prints every dispatch in step order, with its grid.
+    let each = std::env::var("KILN_PROFILE_EACH").is_ok();
+    for (i, op) in s.step_ops().into_iter().enumerate() {
+        let secs = time_ops(&s.gpu, &[op], 0.003, 50)?;
+        if each {
+            println!("  {name} #{i:<3} {:<30} {:>16} {:>9.1} µs", op.entry, format!("{:?}", op.workgroups), secs * 1e6);
+        }
+        profile::add(&mut out, name, op.entry, secs);
     }
     profile::sort(&mut out);
     Ok(out)

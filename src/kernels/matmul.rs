@@ -276,6 +276,12 @@ fn split_product(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, desc: MatmulDesc
 fn product(gpu: &Gpu, a: &Tensor, b: &Tensor, c: &Tensor, d: &MatmulDesc, tile: usize, splits: usize, k_chunk: usize) -> Result<Op> {
     let tile = if tile == WIDE && !wide_allowed(gpu) { 128 } else { tile };
     let Dispatch { uniform, groups, aligned } = dispatch(gpu, d, tile, splits, k_chunk)?;
+    #[cfg(not(target_arch = "wasm32"))]
+    if std::env::var("KILN_PLAN_TRACE").is_ok() {
+        // Natively, for reading a step's products against `KILN_PROFILE_EACH`'s dispatches.
+        let t = (d.trans_a, d.trans_b, d.accumulate);
+        eprintln!("plan ({}, {}, {}) x{} (trans_a, trans_b, acc) {t:?}: tile {tile} splits {splits} chunk {k_chunk} groups {groups:?}", d.m, d.n, d.k, d.batch);
+    }
     let [small, big, mid] = match (d.b_f16, aligned) {
         // Packed-f16 weights are a mixed-precision Llama's: a build without Llamas leaves
         // their shader family out.

@@ -17,6 +17,12 @@ const SPLIT_TARGET_GROUPS: usize = 256;
 /// Multiply-adds (m·n·k·batch) from which splitting is worth its extra dispatch.
 const SPLIT_MIN_MACS: u64 = 1 << 26;
 
+/// Most workgroups a split product puts on the 128 tile: one wave of two a multiprocessor on
+/// an H100 or H200 (132 each). llama-d512's dW qkv (48 tiles) split 6 ways made 288, and a
+/// second wave of 24; split 5 ways (240) it went from 220 to 185–216 µs, and llama-d512 from
+/// 283.6k / 284.5k to 287.3k / 288.4k tokens/s (H100, session 32).
+const WAVE_128_GROUPS: usize = 264;
+
 /// Shortest k chunk of a split: shorter ones spend more on the partials than they save.
 const SPLIT_MIN_CHUNK: usize = 128;
 /// A GPU's shortest k chunk for a product split on the 64 (or lean) tile, k < `LONG_K`:
@@ -103,6 +109,9 @@ pub fn plan(d: &MatmulDesc, allow_split: bool, adapter: Adapter) -> (usize, usiz
         (Some(t), None) => (t, if can_split { split_target.div_ceil(tiles(t)) } else { 1 }),
         (None, forced) => {
             let s128 = split_target.div_ceil(tiles(128));
+            // Rounded up past one wave, a split would start a second, mostly idle one.
+            let wave = WAVE_128_GROUPS.max(split_target);
+            let s128 = if tiles(128) * s128 > wave { (wave / tiles(128)).max(1) } else { s128 };
             let s64 = (2 * split_target).div_ceil(tiles(64));
             let small = macs <= SMALL_MAX_MACS && d.k <= small_max_k;
             let (t, s) = if small {

@@ -17,8 +17,10 @@ pub const KERNELS: &[&Kernel] = &[&SUM_PARTIAL, &SUM_FINAL, &COLUMN_SUM];
 /// Threads per reduction workgroup (the WGSL ROW_WG).
 pub const REDUCE_WG: usize = 256;
 /// Most partial sums one input gets: enough workgroups to fill a GPU, few enough that the
-/// single-workgroup final pass stays short.
-pub const MAX_PARTIALS: usize = 256;
+/// single-workgroup final pass stays short. Each thread's loop waits on one load at a time, so
+/// more threads keep more loads in flight: llama-d512's gradient norm (16.8M floats) took 80 µs
+/// with 1,024 workgroups against 108 with 256 (H100, bench/RESULTS.md session 32).
+pub const MAX_PARTIALS: usize = 1024;
 
 /// How many workgroups (and partial sums) the first level uses for `n` elements: one per
 /// 256-element block, at most `MAX_PARTIALS` (each thread then loops over several blocks).

@@ -141,6 +141,11 @@ async fn split_k(gpu: &Gpu, c: &mut Checks) {
     assert_eq!(mm::plan(&MatmulDesc::new(768, 256, 4096).trans_a().accumulate(), true, mm::Adapter::Gpu).0, 128);
     assert_eq!(mm::plan(&MatmulDesc::new(4096, 512, 4096), true, mm::Adapter::Gpu), (WIDE, 2, 2048));
     assert_eq!(mm::plan(&MatmulDesc::new(4096, 512, 2048).trans_b(), true, mm::Adapter::Gpu), (WIDE, 2, 1024));
+    // A split on the 128 tile stays within one wave (264 workgroups): llama-d512's dW qkv (48
+    // tiles) splits 5 ways, not the 6 that rounding 256 up would give; llama-small's (12 tiles)
+    // still 22 ways (264).
+    assert_eq!(mm::plan(&MatmulDesc::new(1536, 512, 4096).trans_a().accumulate(), true, mm::Adapter::Gpu), (128, 5, 832));
+    assert_eq!(mm::plan(&MatmulDesc::new(768, 256, 4096).trans_a().accumulate(), true, mm::Adapter::Gpu), (128, 22, 192));
     assert_eq!(mm::plan(&MatmulDesc::new(4096, 1024, 256), true, mm::Adapter::Cpu).0, 128);
     assert_eq!(mm::plan(&short_k, true, mm::Adapter::Cpu), (64, 1, 256));
     // A GPU splits a product of few 64 tiles (32 here) into chunks of 32 on the lean tile;

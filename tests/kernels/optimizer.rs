@@ -22,8 +22,9 @@ fn refs(ops: &[Op]) -> Vec<&Op> {
 }
 
 /// (gradient sizes, grid limit): one tiny tensor, three tensors incl. a single element and a
-/// non-multiple of 64/256, and two tensors whose partials (17 + 2 groups) run on a 2-D grid.
-const NORM_CASES: &[(&[usize], u32)] = &[(&[7], 65_535), (&[1_000, 65, 1], 65_535), (&[4_099, 300], 5)];
+/// non-multiple of 64/256, two tensors whose partials (17 + 2 groups) run on a 2-D grid, and
+/// one past `MAX_PARTIALS` blocks (each workgroup then loops over two or three of them).
+const NORM_CASES: &[(&[usize], u32)] = &[(&[7], 65_535), (&[1_000, 65, 1], 65_535), (&[4_099, 300], 5), (&[600_001], 65_535)];
 
 async fn norm_and_clip(gpu: &Gpu, c: &mut Checks) {
     let mut rng = Rng::new(31);

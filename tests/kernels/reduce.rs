@@ -19,7 +19,7 @@ fn sum_tol(x: &[f64], squares: bool) -> f64 {
 }
 
 /// (N, grid limit): 1 element, under one workgroup, non-multiples of 256, a 2-D grid (17
-/// groups over a limit of 5), 10^6 elements (256 partials) on the device grid and on a 2-D one.
+/// groups over a limit of 5), 10^6 elements (1,024 partials, the most) on the device grid and on a 2-D one.
 const SIZES: &[(usize, u32)] = &[(1, 65_535), (7, 65_535), (1_000, 65_535), (4_099, 5), (1_000_000, 65_535), (1_000_000, 16)];
 
 async fn two_level(gpu: &Gpu, c: &mut Checks) {

@@ -11,6 +11,8 @@ import * as store from './runs-store.js';
 const $ = (id) => document.getElementById(id);
 /** Points of a kept loss curve: longer curves are thinned to every other point. */
 const MAX_CURVE = 2000;
+/** How long a first click on Delete waits for the second. */
+const ARM_MS = 4000;
 
 /** "MLP 2→16→16→2 relu · spiral" or "Llama d64 ×2 h4 ctx64 · text". */
 function describe(config, info) {
@@ -57,6 +59,9 @@ export class Runs {
     this.reopening = null; // the id of the kept run being reopened, until it is built or loaded
     this.kept = { record: 0, checkpoint: 0 }; // when the record and a checkpoint were last kept
     this.chart = null;
+    // The run whose Delete was clicked once, until when: kept here, not on the button, because
+    // the table is redrawn with every chunk of a training run.
+    this.armed = { id: null, until: 0 };
     this.dirty = true;
   }
 
@@ -212,14 +217,15 @@ export class Runs {
     open.title = run.checkpoint ? `Continue from its checkpoint at step ${run.checkpointStep}` : 'Rebuild from its config (no checkpoint was kept)';
     open.onclick = () => this.open(run);
     const del = document.createElement('button');
-    del.textContent = 'Delete';
+    const armed = () => this.armed.id === run.id && Date.now() < this.armed.until;
+    del.textContent = armed() ? 'Sure?' : 'Delete';
     del.title = 'Delete this run, its curve and its checkpoint (asks again first)';
     // The first click asks; a second within 4 s deletes.
     del.onclick = () => {
-      if (del.dataset.armed) return this.remove(run.id);
-      del.dataset.armed = 'yes';
+      if (armed()) return this.remove(run.id);
+      this.armed = { id: run.id, until: Date.now() + ARM_MS };
       del.textContent = 'Sure?';
-      setTimeout(() => { delete del.dataset.armed; del.textContent = 'Delete'; }, 4000);
+      setTimeout(() => { this.dirty = true; }, ARM_MS); // redrawn as 'Delete'
     };
     tr.append(td(pick), ...cells.map((c) => td(c)), td(open, del));
     return tr;
