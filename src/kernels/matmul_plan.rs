@@ -17,10 +17,11 @@ const SPLIT_TARGET_GROUPS: usize = 256;
 /// Multiply-adds (m·n·k·batch) from which splitting is worth its extra dispatch.
 const SPLIT_MIN_MACS: u64 = 1 << 26;
 
-/// Most workgroups a split product puts on the 128 tile: one wave of two a multiprocessor on
-/// an H100 or H200 (132 each). llama-d512's dW qkv (48 tiles) split 6 ways made 288, and a
-/// second wave of 24; split 5 ways (240) it went from 220 to 185–216 µs, and llama-d512 from
-/// 283.6k / 284.5k to 287.3k / 288.4k tokens/s (H100, session 32).
+/// Most workgroups a GPU product planned on the 128 tile gets from a split: one wave of two a
+/// multiprocessor on an H100 or H200 (132 each). llama-d512's dW qkv (48 tiles) split 6 ways
+/// made 288, and a second wave of 24; split 5 ways (240) it went from 221 to 185–216 µs, and
+/// llama-d512 from 283.6k / 284.5k to 287.3k / 288.4k tokens/s (H100, session 32). Applied
+/// after the tile is chosen, so the lean and wide tiles' plans do not change.
 const WAVE_128_GROUPS: usize = 264;
 
 /// Shortest k chunk of a split: shorter ones spend more on the partials than they save.
@@ -84,7 +85,7 @@ const SPLIT_MAX_SCRATCH: u64 = 1 << 24;
 /// Tile and k split for a product: (tile, splits, k_chunk). Measured on an H200 (bench/RESULTS.md):
 /// enough output tiles → the 128 tile alone; few tiles and a long k (weight gradients, and
 /// (tokens, 256) outputs with k ≥ 512) → the 128 tile split into chunks of ≥ 128 that bring
-/// the workgroups to about SPLIT_TARGET_GROUPS, else the 64 tile split towards twice that
+/// the workgroups to about SPLIT_TARGET_GROUPS (within one wave on a GPU), else the 64 tile split towards twice that
 /// (chunks ≥ 128, or ≥ 32 on a GPU below LONG_K, where such products run on the lean tile
 /// when aligned);
 /// big products whose k is too short to split → the 128 tile alone; small ones (and batched
@@ -109,9 +110,6 @@ pub fn plan(d: &MatmulDesc, allow_split: bool, adapter: Adapter) -> (usize, usiz
         (Some(t), None) => (t, if can_split { split_target.div_ceil(tiles(t)) } else { 1 }),
         (None, forced) => {
             let s128 = split_target.div_ceil(tiles(128));
-            // Rounded up past one wave, a split would start a second, mostly idle one.
-            let wave = WAVE_128_GROUPS.max(split_target);
-            let s128 = if tiles(128) * s128 > wave { (wave / tiles(128)).max(1) } else { s128 };
             let s64 = (2 * split_target).div_ceil(tiles(64));
             let small = macs <= SMALL_MAX_MACS && d.k <= small_max_k;
             let (t, s) = if small {
@@ -168,7 +166,23 @@ pub fn plan(d: &MatmulDesc, allow_split: bool, adapter: Adapter) -> (usize, usiz
         WIDE => 128, // asked for, but the product is not one it takes
         _ => tile,
     };
-    (tile, splits, k_chunk)
+    match within_one_wave(tiles(128), splits, split_target) {
+        // Fewer, longer chunks: a multiple of KT, as above.
+        Some(fewer) if tile == 128 && adapter == Adapter::Gpu && d.tile.is_none() && d.splits.is_none() && env_tile().is_none() => {
+            let k_chunk = d.k.div_ceil(fewer).next_multiple_of(KT);
+            (tile, d.k.div_ceil(k_chunk), k_chunk)
+        }
+        _ => (tile, splits, k_chunk),
+    }
+}
+
+/// The splits that keep a split product on the 128 tile within one wave, where rounding the
+/// target up made more workgroups than that (`WAVE_128_GROUPS`, or the split target if higher);
+/// None where it fits, or where one wave would leave fewer than two splits.
+fn within_one_wave(tiles: usize, splits: usize, split_target: usize) -> Option<usize> {
+    let wave = WAVE_128_GROUPS.max(split_target);
+    let fewer = wave / tiles;
+    (splits > 1 && tiles * splits > wave && fewer >= 2).then_some(fewer)
 }
 
 /// The 128 tile (and the lean one, on its 64 edge) skips its range checks when no tile or k step

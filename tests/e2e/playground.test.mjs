@@ -203,10 +203,10 @@ async function main() {
       await until(page, () => !window.kilnPage.summary().playing, null, 'pause', 20_000);
       await page.waitForTimeout(500); // the snapshot after the last chunk may still bring a sample
       const s = await summary(page);
-      // The sample as drawn: the page draws what arrived on its next frame.
-      const shown = await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(document.getElementById('sample-output').textContent)))));
-      assert(s.lastSample.length > 0, 'the sample is not empty');
-      assert(shown.includes(s.lastSample.slice(0, 20)), 'the sample is shown');
+      // The last sample and the text as drawn, read in one frame after the page drew what had arrived.
+      const [sample, shown] = await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r([window.kilnPage.summary().lastSample, document.getElementById('sample-output').textContent])))));
+      assert(sample.length > 0, 'the sample is not empty');
+      assert(shown.includes(sample.slice(0, 20)), 'the sample is shown');
       assert(Number((await page.textContent('#stat-tps')).replace(/,/g, '')) > 0, 'tokens/s shows a rate');
       assert(s.heatmaps >= 9, `every Llama tensor has a heatmap (got ${s.heatmaps})`);
       // The next-token view: the prompt's characters, five guesses each, most likely first.

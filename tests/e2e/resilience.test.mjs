@@ -178,7 +178,8 @@ async function main() {
       assert(await del.textContent() === 'Sure?' && (await summary(p)).kept.runs.length === 2, 'the first click only asks');
       // The table is redrawn whenever a run changes (every chunk while training): the question stays.
       await p.uncheck('#runs-table tbody tr:nth-child(1) input[type=checkbox]');
-      await p.waitForTimeout(200);
+      // The overlay changes only when the table is redrawn.
+      await until(p, () => window.kilnPage.summary().kept.overlay.length === 1, null, 'the table redrawn with one curve', 10_000);
       assert(await del.textContent() === 'Sure?', 'the question survives a redraw of the table');
       await del.click();
       await until(p, () => window.kilnPage.summary().kept.runs.length === 1, null, 'one run after the second click', 10_000);

@@ -145,6 +145,9 @@ async fn split_k(gpu: &Gpu, c: &mut Checks) {
     // tiles) splits 5 ways, not the 6 that rounding 256 up would give; llama-small's (12 tiles)
     // still 22 ways (264).
     assert_eq!(mm::plan(&MatmulDesc::new(1536, 512, 4096).trans_a().accumulate(), true, mm::Adapter::Gpu), (128, 5, 832));
+    // Not where one wave would leave a single split (144 tiles), nor on a CPU adapter.
+    assert_eq!(mm::plan(&MatmulDesc::new(768, 3072, 4096).trans_a().accumulate(), true, mm::Adapter::Gpu), (128, 2, 2048));
+    assert_eq!(mm::plan(&MatmulDesc::new(1536, 512, 4096).trans_a().accumulate(), true, mm::Adapter::Cpu), (128, 6, 688));
     assert_eq!(mm::plan(&MatmulDesc::new(768, 256, 4096).trans_a().accumulate(), true, mm::Adapter::Gpu), (128, 22, 192));
     assert_eq!(mm::plan(&MatmulDesc::new(4096, 1024, 256), true, mm::Adapter::Cpu).0, 128);
     assert_eq!(mm::plan(&short_k, true, mm::Adapter::Cpu), (64, 1, 256));

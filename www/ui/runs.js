@@ -183,6 +183,7 @@ export class Runs {
     await store.deleteRun(id).catch((e) => this.onProblem(store.storageProblem(e)));
     this.list = this.list.filter((r) => r.id !== id);
     this.selected.delete(id);
+    if (this.armed.id === id) this.armed = { id: null, until: 0 };
     if (this.current?.id === id) this.current = { ...this.current, id: `${this.current.id}-new` };
     this.dirty = true;
   }
@@ -217,13 +218,13 @@ export class Runs {
     open.title = run.checkpoint ? `Continue from its checkpoint at step ${run.checkpointStep}` : 'Rebuild from its config (no checkpoint was kept)';
     open.onclick = () => this.open(run);
     const del = document.createElement('button');
-    const armed = () => this.armed.id === run.id && Date.now() < this.armed.until;
+    const armed = () => this.armed.id === run.id && performance.now() < this.armed.until;
     del.textContent = armed() ? 'Sure?' : 'Delete';
     del.title = 'Delete this run, its curve and its checkpoint (asks again first)';
     // The first click asks; a second within 4 s deletes.
     del.onclick = () => {
       if (armed()) return this.remove(run.id);
-      this.armed = { id: run.id, until: Date.now() + ARM_MS };
+      this.armed = { id: run.id, until: performance.now() + ARM_MS };
       del.textContent = 'Sure?';
       setTimeout(() => { this.dirty = true; }, ARM_MS); // redrawn as 'Delete'
     };
