@@ -56,9 +56,9 @@ const lossScale = new LossScaleCard($('loss-scale-card'), $('loss-scale-chart'))
 const heat = new Heatmaps($('heatmaps'));
 const plot = new PointsPlot($('data-canvas'));
 const inside = new Inside();
-const quant = new QuantizePanel({ send: (msg, transfer) => send(msg, transfer), plot });
 const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
 const send = (msg, transfer) => worker.postMessage(msg, transfer ?? []);
+const quant = new QuantizePanel({ send, plot });
 const runs = new Runs({
   send,
   onProblem: (text) => { ui.runsProblem = text; },

@@ -183,7 +183,6 @@ export class Runs {
     await store.deleteRun(id).catch((e) => this.onProblem(store.storageProblem(e)));
     this.list = this.list.filter((r) => r.id !== id);
     this.selected.delete(id);
-    if (this.armed.id === id) this.armed = { id: null, until: 0 };
     if (this.current?.id === id) this.current = { ...this.current, id: `${this.current.id}-new` };
     this.dirty = true;
   }
