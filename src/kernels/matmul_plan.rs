@@ -91,6 +91,8 @@ const SPLIT_MAX_SCRATCH: u64 = 1 << 24;
 /// big products whose k is too short to split → the 128 tile alone; small ones (and batched
 /// ones) → the 64 tile alone, except GPU products of few tiles, which split.
 pub fn plan(d: &MatmulDesc, allow_split: bool, adapter: Adapter) -> (usize, usize, usize) {
+    let forced = env_forced(d);
+    let d = forced.as_ref().unwrap_or(d);
     let small_max_k = adapter.small_max_k();
     let tiles = |t: usize| d.m.div_ceil(t) * d.n.div_ceil(t) * d.batch;
     let split_target = split_target();
@@ -274,6 +276,28 @@ fn split_target() -> usize {
     #[cfg(target_arch = "wasm32")]
     {
         SPLIT_TARGET_GROUPS
+    }
+}
+
+/// `KILN_PLAN_FORCE="m,n,k,trans_a,trans_b=tile,splits;..."` natively forces the tile (1 small,
+/// 2 lean, 3 wide, 64, 128) and splits of the products of that shape (transposes 0 or 1), for
+/// measuring one product's alternatives with `KILN_PROFILE_EACH` in an unchanged build.
+fn env_forced(d: &MatmulDesc) -> Option<MatmulDesc> {
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        let spec = std::env::var("KILN_PLAN_FORCE").ok()?;
+        let key = [d.m, d.n, d.k, usize::from(d.trans_a), usize::from(d.trans_b)];
+        let numbers = |s: &str| s.split(',').map(|v| v.trim().parse::<usize>().ok()).collect::<Option<Vec<_>>>();
+        spec.split(';').find_map(|entry| {
+            let (shape, choice) = entry.split_once('=')?;
+            let (shape, choice) = (numbers(shape)?, numbers(choice)?);
+            (shape == key && choice.len() == 2).then(|| MatmulDesc { tile: Some(choice[0]), splits: Some(choice[1]), ..*d })
+        })
+    }
+    #[cfg(target_arch = "wasm32")]
+    {
+        let _ = d;
+        None
     }
 }
 
