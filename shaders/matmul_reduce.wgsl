@@ -49,8 +49,17 @@ fn matmul_split_reduce(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(n
         for (var q = j; q < head.y; q++) { mmr_one(head, at, q); }
         return;
     }
+    // Four splits' loads in flight at a time, still added in split order (the same bits).
     var s = vec4<f32>(0.0);
-    for (var p = 0u; p < head.z; p++) { s += mmr_four(at.x + p * head.y + j); }
+    var p = 0u;
+    for (; p + 3u < head.z; p += 4u) {
+        let a = mmr_four(at.x + p * head.y + j);
+        let b = mmr_four(at.x + (p + 1u) * head.y + j);
+        let c = mmr_four(at.x + (p + 2u) * head.y + j);
+        let d = mmr_four(at.x + (p + 3u) * head.y + j);
+        s = (((s + a) + b) + c) + d;
+    }
+    for (; p < head.z; p++) { s += mmr_four(at.x + p * head.y + j); }
     let o = at.y + j;
     if (head.w != 0u) { s += vec4<f32>(mmr_c[o], mmr_c[o + 1u], mmr_c[o + 2u], mmr_c[o + 3u]); }
     mmr_c[o] = s.x;

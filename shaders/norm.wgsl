@@ -117,23 +117,45 @@ fn rms_norm_backward(@builtin(local_invocation_index) lid: u32, @builtin(workgro
     }
 }
 
+// Elements of a row a thread keeps in registers between rb_row's two passes, so g (whose split
+// partials are added as it is read) and x are read once: rows up to RB_KEPT · ROW_WG wide (every
+// d_model up to 1,024); wider rows read the rest twice.
+const RB_KEPT: u32 = 4u;
+
 // dx of one row.
 fn rb_row(lid: u32, row: u32) {
     let cols = rb_p.cols;
     let off = row * cols;
+    var g: array<f32, RB_KEPT>; // g and x at off + lid + j·ROW_WG
+    var x: array<f32, RB_KEPT>;
     var d = 0.0;
-    for (var i = lid; i < cols; i += ROW_WG) {
+    for (var j = 0u; j < RB_KEPT; j++) {
+        let i = lid + j * ROW_WG;
+        if (i < cols) {
+            g[j] = rb_g(off + i);
+            x[j] = rb_x[off + i];
+            d += g[j] * rb_weight[i] * x[j];
+        }
+    }
+    for (var i = lid + RB_KEPT * ROW_WG; i < cols; i += ROW_WG) {
         d += rb_g(off + i) * rb_weight[i] * rb_x[off + i];
     }
     let r = rb_rstd[row];
     let k = row_sum(lid, d) * r * r * r / f32(cols);
-    for (var i = lid; i < cols; i += ROW_WG) {
-        let v = r * rb_weight[i] * rb_g(off + i) - k * rb_x[off + i];
-        if (rb_p.accumulate != 0u) {
-            rb_dx[off + i] += v;
-        } else {
-            rb_dx[off + i] = v;
-        }
+    for (var j = 0u; j < RB_KEPT; j++) {
+        let i = lid + j * ROW_WG;
+        if (i < cols) { rb_store_dx(off + i, r * rb_weight[i] * g[j] - k * x[j]); }
+    }
+    for (var i = lid + RB_KEPT * ROW_WG; i < cols; i += ROW_WG) {
+        rb_store_dx(off + i, r * rb_weight[i] * rb_g(off + i) - k * rb_x[off + i]);
+    }
+}
+
+fn rb_store_dx(at: u32, v: f32) {
+    if (rb_p.accumulate != 0u) {
+        rb_dx[at] += v;
+    } else {
+        rb_dx[at] = v;
     }
 }
 

@@ -35,8 +35,18 @@ fn gradient_norm_squared(@builtin(local_invocation_index) lid: u32, @builtin(wor
     let g = row_index(wg, nwg);
     if (g >= gn_params.groups) { return; } // whole workgroup: barriers stay uniform
     let n = arrayLength(&gn_grad);
+    let stride = gn_params.groups * ROW_WG;
     var acc = 0.0;
-    for (var i = g * ROW_WG + lid; i < n; i += gn_params.groups * ROW_WG) {
+    var i = g * ROW_WG + lid;
+    // Four loads in flight at a time, still added one after another (the same bits).
+    for (; i + 3u * stride < n; i += 4u * stride) {
+        let a = gn_grad[i];
+        let b = gn_grad[i + stride];
+        let c = gn_grad[i + 2u * stride];
+        let d = gn_grad[i + 3u * stride];
+        acc = (((acc + a * a) + b * b) + c * c) + d * d;
+    }
+    for (; i < n; i += stride) {
         let v = gn_grad[i];
         acc += v * v;
     }
