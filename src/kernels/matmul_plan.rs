@@ -281,17 +281,27 @@ fn split_target() -> usize {
 
 /// `KILN_PLAN_FORCE="m,n,k,trans_a,trans_b=tile,splits;..."` natively forces the tile (1 small,
 /// 2 lean, 3 wide, 64, 128) and splits of the products of that shape (transposes 0 or 1), for
-/// measuring one product's alternatives with `KILN_PROFILE_EACH` in an unchanged build.
+/// measuring one product's alternatives with `KILN_PROFILE_EACH` in an unchanged build. It
+/// overrides a caller's own tile and splits too, batched products of the shape included; the
+/// clamps below still apply. A product fused with its epilogue (`matmul_swiglu`) stays fused on
+/// the 128 tile unless the force splits it or names the 64 or small tile. Entries that do not
+/// parse are named once on stderr and ignored.
 fn env_forced(d: &MatmulDesc) -> Option<MatmulDesc> {
     #[cfg(not(target_arch = "wasm32"))]
     {
+        static CHECKED: std::sync::Once = std::sync::Once::new();
         let spec = std::env::var("KILN_PLAN_FORCE").ok()?;
+        let entries = || spec.split(';').filter(|e| !e.trim().is_empty());
+        CHECKED.call_once(|| {
+            for bad in entries().filter(|e| forced_entry(e).is_none()) {
+                eprintln!("KILN_PLAN_FORCE: ignoring {bad:?} (expected m,n,k,trans_a,trans_b=tile,splits)");
+            }
+        });
         let key = [d.m, d.n, d.k, usize::from(d.trans_a), usize::from(d.trans_b)];
-        let numbers = |s: &str| s.split(',').map(|v| v.trim().parse::<usize>().ok()).collect::<Option<Vec<_>>>();
-        spec.split(';').find_map(|entry| {
-            let (shape, choice) = entry.split_once('=')?;
-            let (shape, choice) = (numbers(shape)?, numbers(choice)?);
-            (shape == key && choice.len() == 2).then(|| MatmulDesc { tile: Some(choice[0]), splits: Some(choice[1]), ..*d })
+        entries().filter_map(forced_entry).find(|(shape, _)| *shape == key).map(|(_, [tile, splits])| MatmulDesc {
+            tile: Some(tile),
+            splits: Some(splits),
+            ..*d
         })
     }
     #[cfg(target_arch = "wasm32")]
@@ -299,6 +309,14 @@ fn env_forced(d: &MatmulDesc) -> Option<MatmulDesc> {
         let _ = d;
         None
     }
+}
+
+/// One `KILN_PLAN_FORCE` entry: ([m, n, k, trans_a, trans_b], [tile, splits]).
+#[cfg(not(target_arch = "wasm32"))]
+fn forced_entry(entry: &str) -> Option<([usize; 5], [usize; 2])> {
+    let numbers = |s: &str| s.split(',').map(|v| v.trim().parse::<usize>().ok()).collect::<Option<Vec<_>>>();
+    let (shape, choice) = entry.split_once('=')?;
+    Some((numbers(shape)?.try_into().ok()?, numbers(choice)?.try_into().ok()?))
 }
 
 /// `KILN_MATMUL_TILE=64|128|3` natively forces one tile (3: the wide one; no split) for A/B

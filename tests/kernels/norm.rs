@@ -21,8 +21,9 @@ const BWD_RTOL: f64 = 1e-4;
 
 /// (rows, C, grid limit): C under a workgroup, a non-multiple of 64/256 looping past 256,
 /// rows on a 2-D grid (37 rows with a limit of 5; dweight's 7 channel blocks too), C > 256·3,
-/// C past the 4·256 the backward keeps in registers (the rest read twice), and batches long enough that dweight is summed in row chunks (8 chunks, the last one
-/// short; 4 chunks on a 2-D grid of channel blocks and rows).
+/// C past the 4·256 the backward keeps in registers (the rest read twice), and batches long
+/// enough that dweight is summed in row chunks (8 chunks, the last one short; 4 chunks on a
+/// 2-D grid of channel blocks and rows).
 const SHAPES: &[(usize, usize, u32)] =
     &[(4, 64, 65_535), (7, 300, 65_535), (37, 200, 5), (9, 1_000, 3), (3, 2_100, 65_535), (1_030, 40, 65_535), (600, 300, 3)];
 
