@@ -1,7 +1,7 @@
 //! Generates shader variants that WGSL, having no generics, cannot express once:
 //! - attention_hd64.wgsl from attention_hd32.wgsl: the same kernels for head_dim <= 64, with
-//!   16 vec4s per head vector and 16-token tiles (the same 256-vec4 workgroup tiles), so the
-//!   per-thread arrays keep constant bounds and stay in registers.
+//!   16 vec4s per head vector, 16-token tiles (the same 256-vec4 workgroup tiles) and one key a
+//!   step, so the per-thread arrays keep constant bounds and stay in registers.
 //! - matmul_b16.wgsl from matmul.wgsl + matmul_small.wgsl + matmul_swiglu.wgsl: the same products
 //!   with B stored as packed f16 pairs (mixed-precision weights), read through `mm_b_at` /
 //!   `mm_b4_at`.
@@ -23,9 +23,11 @@ type Substitutions = &'static [(&'static str, &'static str, usize)];
 const ATTENTION_HD64: Substitutions = &[
     ("const ATT_S4: u32 = 8u;", "const ATT_S4: u32 = 16u;", 1),
     ("const ATT_SROWS: u32 = 32u;", "const ATT_SROWS: u32 = 16u;", 1),
+    ("const ATT_KEYS: u32 = 4u;", "const ATT_KEYS: u32 = 1u;", 1),
     ("array<vec4<f32>, 8>", "array<vec4<f32>, 16>", 9),
     ("ATT_SROWS", "ATT_SROWS_HD64", 0),
     ("ATT_S4", "ATT_S4_HD64", 0),
+    ("ATT_KEYS", "ATT_KEYS_HD64", 0),
     ("attb_store4", "attb_store4_hd64", 0),
     ("_hd32", "_hd64", 0),
 ];

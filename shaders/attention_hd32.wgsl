@@ -7,10 +7,50 @@
 // The same three kernels specialised for head_dim <= 32 (the host picks them): head vectors
 // are 8 vec4s with constant loop bounds, so they stay in registers. (The general kernels
 // index per-thread arrays with runtime bounds, which compilers keep in slow local memory.)
-// The forward keeps a per-key online softmax, rescaling only when the running max grows,
-// instead of a per-tile score array. Tiles hold 32 tokens x 8 vec4s (the same 256 vec4s).
+// The forward keeps an online softmax over each step of keys, rescaling only when the running
+// max grows, instead of a per-tile score array. Tiles hold 32 tokens x 8 vec4s (the same 256 vec4s).
 const ATT_S4: u32 = 8u;     // vec4s per head vector
 const ATT_SROWS: u32 = 32u; // tokens per tile
+
+// Tile rows a key loop takes per step (a divisor of ATT_SROWS): their dot products are
+// independent sums, where one running sum makes every add wait on the one before (these kernels
+// run few threads per SM, so that latency shows). The hd64 kernels take one: their head vectors
+// already fill the registers, and more spill (H100: dkv 244 -> 376 us a dispatch at four).
+const ATT_KEYS: u32 = 4u;
+
+// The dot products of a head vector in registers with tile rows r .. r + ATT_KEYS - 1.
+fn att_dots_x_hd32(v: ptr<function, array<vec4<f32>, ATT_S4>>, r: u32) -> array<f32, ATT_KEYS> {
+    var s: array<f32, ATT_KEYS>;
+    for (var e = 0u; e < ATT_KEYS; e++) { s[e] = 0.0; }
+    for (var x = 0u; x < ATT_S4; x++) {
+        for (var e = 0u; e < ATT_KEYS; e++) { s[e] += dot((*v)[x], att_tile_x[(r + e) * ATT_S4 + x]); }
+    }
+    return s;
+}
+
+// The same with rows of att_tile_y.
+fn att_dots_y_hd32(v: ptr<function, array<vec4<f32>, ATT_S4>>, r: u32) -> array<f32, ATT_KEYS> {
+    var s: array<f32, ATT_KEYS>;
+    for (var e = 0u; e < ATT_KEYS; e++) { s[e] = 0.0; }
+    for (var x = 0u; x < ATT_S4; x++) {
+        for (var e = 0u; e < ATT_KEYS; e++) { s[e] += dot((*v)[x], att_tile_y[(r + e) * ATT_S4 + x]); }
+    }
+    return s;
+}
+
+// acc += w[e] · tile row r + e of att_tile_x, for each e < ATT_KEYS.
+fn att_axpy_x_hd32(acc: ptr<function, array<vec4<f32>, ATT_S4>>, w: array<f32, ATT_KEYS>, r: u32) {
+    for (var x = 0u; x < ATT_S4; x++) {
+        for (var e = 0u; e < ATT_KEYS; e++) { (*acc)[x] += w[e] * att_tile_x[(r + e) * ATT_S4 + x]; }
+    }
+}
+
+// The same with rows of att_tile_y.
+fn att_axpy_y_hd32(acc: ptr<function, array<vec4<f32>, ATT_S4>>, w: array<f32, ATT_KEYS>, r: u32) {
+    for (var x = 0u; x < ATT_S4; x++) {
+        for (var e = 0u; e < ATT_KEYS; e++) { (*acc)[x] += w[e] * att_tile_y[(r + e) * ATT_S4 + x]; }
+    }
+}
 
 @compute @workgroup_size(64)
 fn attention_forward_hd32(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>,
@@ -40,18 +80,25 @@ fn attention_forward_hd32(@builtin(local_invocation_index) lid: u32, @builtin(wo
         workgroupBarrier();
         if (live && j0 <= t) {
             let n = min(ATT_SROWS, t + 1u - j0); // visible keys of this tile
-            for (var r = 0u; r < n; r++) {
-                var s = 0.0;
-                for (var x = 0u; x < ATT_S4; x++) { s += dot(q[x], att_tile_x[r * ATT_S4 + x]); }
-                if (s > m) {
-                    let corr = exp(m - s);
+            for (var r = 0u; r < n; r += ATT_KEYS) {
+                var s = att_dots_x_hd32(&q, r);
+                var top = m;
+                for (var e = 0u; e < ATT_KEYS; e++) {
+                    if (r + e >= n) { s[e] = -1e30; } // past the visible keys: exp gives 0
+                    top = max(top, s[e]);
+                }
+                if (top > m) {
+                    let corr = exp(m - top);
                     l *= corr;
                     for (var x = 0u; x < ATT_S4; x++) { acc[x] *= corr; }
-                    m = s;
+                    m = top;
                 }
-                let p = exp(s - m);
-                l += p;
-                for (var x = 0u; x < ATT_S4; x++) { acc[x] += p * att_tile_y[r * ATT_S4 + x]; }
+                var p: array<f32, ATT_KEYS>;
+                for (var e = 0u; e < ATT_KEYS; e++) {
+                    p[e] = exp(s[e] - m);
+                    l += p[e];
+                }
+                att_axpy_y_hd32(&acc, p, r);
             }
         }
         workgroupBarrier();
@@ -144,15 +191,12 @@ fn attention_backward_dq_hd32(@builtin(local_invocation_index) lid: u32, @builti
         workgroupBarrier();
         if (live && j0 <= t) {
             let n = min(ATT_SROWS, t + 1u - j0);
-            for (var r = 0u; r < n; r++) {
-                var s = 0.0;
-                var dp = 0.0;
-                for (var x = 0u; x < ATT_S4; x++) {
-                    s += dot(q[x], att_tile_x[r * ATT_S4 + x]);
-                    dp += dot(dout[x], att_tile_y[r * ATT_S4 + x]);
-                }
-                let ds = exp(s - lse) * (dp - delta);
-                for (var x = 0u; x < ATT_S4; x++) { dq[x] += ds * att_tile_x[r * ATT_S4 + x]; }
+            for (var r = 0u; r < n; r += ATT_KEYS) {
+                let s = att_dots_x_hd32(&q, r);
+                let dp = att_dots_y_hd32(&dout, r);
+                var ds: array<f32, ATT_KEYS>;
+                for (var e = 0u; e < ATT_KEYS; e++) { ds[e] = select(0.0, exp(s[e] - lse) * (dp[e] - delta), r + e < n); }
+                att_axpy_x_hd32(&dq, ds, r);
             }
         }
         workgroupBarrier();
@@ -214,20 +258,21 @@ fn attention_backward_dkv_hd32(@builtin(local_invocation_index) lid: u32, @built
         workgroupBarrier();
         if (live && i0 + ATT_SROWS > j) {
             let n = min(ATT_SROWS, seq - i0);
-            // Causal: only queries i >= j see key j.
-            for (var r = select(0u, j - i0, j > i0); r < n; r++) {
-                var s = 0.0;
-                var dp = 0.0;
-                for (var x = 0u; x < ATT_S4; x++) {
-                    s += dot(att_tile_x[r * ATT_S4 + x], k[x]);
-                    dp += dot(att_tile_y[r * ATT_S4 + x], v[x]);
+            // Causal: only queries i >= j see key j. Rows go ATT_KEYS a step from a multiple
+            // of it (inside the tile), masking those before `first` and from n on.
+            let first = select(0u, j - i0, j > i0);
+            for (var r = first - first % ATT_KEYS; r < n; r += ATT_KEYS) {
+                let s = att_dots_x_hd32(&k, r);
+                let dp = att_dots_y_hd32(&v, r);
+                var p: array<f32, ATT_KEYS>;
+                var ds: array<f32, ATT_KEYS>;
+                for (var e = 0u; e < ATT_KEYS; e++) {
+                    let row = att_tile_s[r + e]; // (lse, delta) of query i0 + r + e
+                    p[e] = select(0.0, exp(s[e] - row.x), r + e >= first && r + e < n);
+                    ds[e] = p[e] * (dp[e] - row.y);
                 }
-                let p = exp(s - att_tile_s[r].x);
-                let ds = p * (dp - att_tile_s[r].y);
-                for (var x = 0u; x < ATT_S4; x++) {
-                    dv[x] += p * att_tile_y[r * ATT_S4 + x];
-                    dk[x] += ds * att_tile_x[r * ATT_S4 + x];
-                }
+                att_axpy_y_hd32(&dv, p, r);
+                att_axpy_x_hd32(&dk, ds, r);
             }
         }
         workgroupBarrier();
