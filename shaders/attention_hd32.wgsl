@@ -18,6 +18,9 @@ const ATT_SROWS: u32 = 32u; // tokens per tile
 // already fill the registers, and more spill (H100: dkv 244 -> 376 us a dispatch at four).
 const ATT_KEYS: u32 = 4u;
 
+// The helpers come in pairs, one per tile: WGSL passes no pointer to workgroup memory (short of
+// the unrestricted_pointer_parameters extension), and a tile flag would branch in the inner loop.
+
 // The dot products of a head vector in registers with tile rows r .. r + ATT_KEYS - 1.
 fn att_dots_x_hd32(v: ptr<function, array<vec4<f32>, ATT_S4>>, r: u32) -> array<f32, ATT_KEYS> {
     var s: array<f32, ATT_KEYS>;

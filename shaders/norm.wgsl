@@ -151,6 +151,7 @@ fn rb_row(lid: u32, row: u32) {
     }
 }
 
+// Writes or adds (when the input gradient already holds a residual branch's share) one dx.
 fn rb_store_dx(at: u32, v: f32) {
     if (rb_p.accumulate != 0u) {
         rb_dx[at] += v;
